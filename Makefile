@@ -1,0 +1,33 @@
+# Every target sets up its own .venv from pyproject.toml (re-installed when pyproject changes).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test demo bench bench-peers experiment venv clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+demo: $(STAMP)
+	$(BIN)/python -m quantroute.demo
+
+bench: $(STAMP)
+	@for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+bench-peers: $(STAMP)
+	$(BIN)/python benchmarks/router_overhead.py --peers
+
+experiment: $(STAMP)
+	$(BIN)/python benchmarks/fleet_mix.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

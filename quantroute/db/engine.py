@@ -1,0 +1,65 @@
+"""Engine factory and schema upgrade. SQLite by default, PostgreSQL for several router replicas."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, create_engine
+
+DEFAULT_URL = "sqlite:///data/quantroute.db"
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def database_url(explicit: str | None = None) -> str:
+    """The URL in force: an explicit one, else $DATABASE_URL, else the SQLite file under data/."""
+    url = explicit or os.environ.get("DATABASE_URL") or DEFAULT_URL
+    # Accept the plain libpq scheme people paste; we ship psycopg 3.
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def make_engine(url: str | None = None, *, echo: bool = False) -> Engine:
+    url = database_url(url)
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, echo=echo, connect_args={"check_same_thread": False, "timeout": 30})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, echo=echo, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    # WAL lets the dashboard read while the router writes its request log; busy_timeout turns
+    # writer contention into a short wait instead of "database is locked".
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def alembic_config(engine: Engine):
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def init_db(engine: Engine) -> None:
+    """Create or upgrade the schema to every head (each feature area is its own migration branch)."""
+    from alembic import command
+
+    command.upgrade(alembic_config(engine), "heads")
+
+
+def session(engine: Engine) -> Session:
+    # expire_on_commit=False: rows handed to the UI or the CLI stay readable after the commit.
+    return Session(engine, expire_on_commit=False)

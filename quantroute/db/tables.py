@@ -1,0 +1,4 @@
+"""Imports every table module so SQLModel.metadata knows the whole schema (Alembic and tests use it).
+Each feature area adds its own module here and its own migration branch off `0001_core`."""
+
+from quantroute.db import audit, policy_state  # noqa: F401

@@ -1,0 +1,59 @@
+"""Shared fixtures: real databases (a SQLite file per test; PostgreSQL when QUANTROUTE_TEST_POSTGRES is set)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from quantroute.db.engine import init_db, make_engine
+
+REPO = Path(__file__).resolve().parent.parent
+PG_URL = os.environ.get("QUANTROUTE_TEST_POSTGRES")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'quantroute.db'}"
+
+
+@pytest.fixture
+def pg_url():
+    """A fresh schema in the real PostgreSQL, dropped afterwards. Skips when no PostgreSQL is configured."""
+    if not PG_URL:
+        pytest.skip("QUANTROUTE_TEST_POSTGRES not set")
+    schema = f"t_{uuid.uuid4().hex[:10]}"
+    admin = make_engine(PG_URL)
+    with admin.begin() as c:
+        c.execute(text(f'CREATE SCHEMA "{schema}"'))
+    sep = "&" if "?" in PG_URL else "?"
+    yield f"{PG_URL}{sep}options=-csearch_path%3D{schema}"
+    with admin.begin() as c:
+        c.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request, tmp_path: Path) -> str:
+    """Runs a DB test on SQLite and, where configured, on PostgreSQL too."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'quantroute.db'}"
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def engine(db_url: str):
+    eng = make_engine(db_url)
+    init_db(eng)
+    yield eng
+    eng.dispose()
