@@ -1,0 +1,29 @@
+"""The shape a node registers with: what the router's `POST /admin/nodes` accepts and what
+`quantroute node register` sends after reading the model directory."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl
+
+from quantroute.tiers import Tier
+
+
+class NodeRegistration(BaseModel):
+    """One vLLM server serving one deployment. Sent by the registrar or an operator."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: HttpUrl = Field(description="Base URL of the vLLM server, e.g. http://10.0.0.5:8000")
+    model: str = Field(min_length=1, description="Logical model the deployment belongs to, e.g. llama3-8b")
+    deployment: str = Field(min_length=1, description="Concrete artifact id, e.g. llama3-8b-awq-w4a16")
+    tier: Tier
+    format: str = Field(min_length=1, description="Weight format as read from the artifact: bf16, fp16, fp8, int8, int4")
+    method: str = Field(default="none", description="Quantization method: none, awq, gptq, fp8, compressed-tensors, bitsandbytes...")
+    checksum: str = Field(default="", description="Artifact checksum, e.g. sha256:...")
+    hardware: str = Field(default="unknown", description="Hardware class key from data/hardware.yaml, e.g. a100-80g")
+    vram_gb: float | None = Field(default=None, gt=0)
+    node_id: str | None = Field(default=None, description="Stable node id; defaults to the URL")
+
+    @property
+    def key(self) -> str:
+        return self.node_id or str(self.url).rstrip("/")
