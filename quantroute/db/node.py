@@ -1,0 +1,38 @@
+"""Nodes registered through the router's admin API, so a restarted router or another replica knows them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlmodel import Field, Session, SQLModel, select
+
+from quantroute.db.audit import utcnow
+
+
+class NodeRow(SQLModel, table=True):
+    """One vLLM server serving one deployment; written by the router on `POST /admin/nodes`."""
+
+    __tablename__ = "node"
+    key: str = Field(primary_key=True)  # node id, or the URL when none was given
+    url: str
+    model: str = Field(index=True)
+    deployment: str = Field(index=True)
+    tier: str
+    format: str
+    method: str = "none"
+    checksum: str = ""
+    hardware: str = "unknown"
+    vram_gb: float | None = None
+    generation: int = 1
+    generation_started: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+def upsert_node(*, session: Session, row: NodeRow) -> NodeRow:
+    merged = session.merge(row)
+    session.commit()
+    return merged
+
+
+def list_nodes(*, session: Session) -> list[NodeRow]:
+    return list(session.exec(select(NodeRow).order_by(NodeRow.key)))

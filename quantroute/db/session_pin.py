@@ -1,0 +1,81 @@
+"""Session pins: the tier (and canary arm) a session's first request fixed. Shared by router replicas."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Field, Session, SQLModel, delete, select
+
+from quantroute.db.audit import utcnow
+
+
+class SessionPin(SQLModel, table=True):
+    """Written by the router on a session's first request; read by every replica and the dashboard."""
+
+    __tablename__ = "session_pin"
+    session_key: str = Field(primary_key=True)
+    model: str = Field(index=True)
+    tier: str = Field(index=True)
+    arm: str | None = None
+    deployment: str | None = None  # set when the session asked for a deployment id directly
+    policy_version: int | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    last_used: datetime = Field(default_factory=utcnow, index=True)
+    expires_at: datetime = Field(index=True)
+
+
+def _aware(dt: datetime) -> datetime:
+    # SQLite hands back naive datetimes even for timezone-aware columns.
+    from datetime import timezone
+
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def get_pin(*, session: Session, session_key: str, now: datetime | None = None) -> SessionPin | None:
+    pin = session.get(SessionPin, session_key)
+    if pin is None:
+        return None
+    pin.created_at, pin.last_used, pin.expires_at = map(_aware, (pin.created_at, pin.last_used, pin.expires_at))
+    return pin if pin.expires_at > (now or utcnow()) else None
+
+
+def create_pin(*, session: Session, pin: SessionPin) -> SessionPin:
+    """Insert the pin unless another replica pinned the session first; returns the pin in force."""
+    existing = get_pin(session=session, session_key=pin.session_key)
+    if existing is not None:
+        return existing
+    stale = session.get(SessionPin, pin.session_key)
+    if stale is not None:  # expired: the session starts over
+        session.delete(stale)
+        session.flush()
+    session.add(pin)
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        won = get_pin(session=session, session_key=pin.session_key)
+        if won is None:
+            raise
+        return won
+    return pin
+
+
+def touch_pin(*, session: Session, session_key: str, ttl_s: int, now: datetime | None = None) -> None:
+    now = now or utcnow()
+    pin = session.get(SessionPin, session_key)
+    if pin is not None:
+        pin.last_used = now
+        pin.expires_at = now + timedelta(seconds=ttl_s)
+        session.commit()
+
+
+def delete_pin(*, session: Session, session_key: str) -> bool:
+    res = session.exec(delete(SessionPin).where(SessionPin.session_key == session_key))  # type: ignore[call-overload]
+    session.commit()
+    return bool(res.rowcount)
+
+
+def list_pins(*, session: Session, limit: int = 1000, now: datetime | None = None) -> list[SessionPin]:
+    q = select(SessionPin).where(SessionPin.expires_at > (now or utcnow()))
+    return list(session.exec(q.order_by(SessionPin.last_used.desc()).limit(limit)))  # type: ignore[union-attr]

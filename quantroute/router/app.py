@@ -1,0 +1,263 @@
+"""The router's ASGI app: a plain ASGI callable (no framework on the request path) built by `create_app`.
+
+Everything lives on one `Router` object made per app: settings, one pooled httpx client (created in the
+lifespan), fleet state, pins, the active policy reference, the request-log writer and metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import time
+
+import httpx
+import orjson
+
+from quantroute.classify import RequestError
+from quantroute.db.audit import utcnow
+from quantroute.router import admin
+from quantroute.router.decide import Decider, Route
+from quantroute.router.errors import BadRequest, BodyTooLarge, MethodNotAllowed, NotFound, RouterError, \
+    error_response_parts
+from quantroute.router.metrics import RouterMetrics
+from quantroute.router.nodes import Fleet, Node, probe_loop
+from quantroute.router.proxy import Forwarder, Outcome
+from quantroute.router.reload import PolicyHolder
+from quantroute.router.requestlog import RequestLogWriter
+from quantroute.router.sessions import PinStore
+from quantroute.router.settings import RouterSettings
+
+log = logging.getLogger(__name__)
+
+COMPLETION_PATHS = {"/v1/chat/completions": "chat", "/v1/completions": "completion"}
+JSON = b"application/json"
+
+
+class Router:
+    def __init__(self, settings: RouterSettings, *, transport: httpx.AsyncBaseTransport | None = None,
+                 engine=None) -> None:
+        self.settings = settings
+        self.transport = transport
+        self.engine = engine
+        self.metrics = RouterMetrics()
+        self.fleet = Fleet(max_inflight=settings.node_max_inflight, max_waiting=settings.node_max_waiting,
+                           eject_after=settings.eject_after_failures)
+        self.pins = PinStore(engine, touch_interval_s=settings.pin_touch_interval_s)
+        self.holder = PolicyHolder(settings.policies_dir, engine, on_change=self._policy_changed,
+                                   on_failure=self.metrics.reload_failures.inc)
+        self.writer = RequestLogWriter(engine, batch_size=settings.log_batch_size,
+                                       flush_interval_s=settings.log_flush_interval_s,
+                                       max_buffered=settings.log_buffer_max, on_drop=self.metrics.log_dropped.inc)
+        self.decider = Decider(self.fleet, self.pins, retry_after_s=settings.retry_after_s, metrics=self.metrics)
+        self.client: httpx.AsyncClient | None = None
+        self.forwarder: Forwarder | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._ids = itertools.count(1)
+        self._boot = os.urandom(4).hex()
+
+    # -- lifecycle --------------------------------------------------------------------------------------------
+    async def startup(self) -> None:
+        from quantroute.router.fleetfile import load_nodes
+
+        s = self.settings
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=512, keepalive_expiry=30)
+        timeout = httpx.Timeout(s.upstream_timeout_s, connect=s.connect_timeout_s)
+        self.client = httpx.AsyncClient(transport=self.transport, limits=limits, timeout=timeout)
+        self.forwarder = Forwarder(self.client, self.fleet, retries=s.retries,
+                                   on_upstream_error=self._upstream_error)
+        await asyncio.to_thread(self.holder.load_initial)
+        await asyncio.to_thread(load_nodes, self)
+        spawn = asyncio.get_running_loop().create_task
+        self._tasks = [spawn(probe_loop(self.client, self.fleet, interval=s.probe_interval_s,
+                                        timeout=s.probe_timeout_s)),
+                       spawn(self.writer.run())]
+        if s.watch_pointer:
+            self._tasks.append(spawn(self.holder.watch_pointer()))
+        if self.engine is not None:
+            self._tasks.append(spawn(self.holder.poll_db(s.policy_poll_s)))
+
+    async def shutdown(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        try:
+            await asyncio.wait_for(self.writer.flush(), 5)
+        except Exception as e:  # noqa: BLE001
+            log.warning("final request log flush failed: %s", e)
+        if self.client is not None:
+            await self.client.aclose()
+
+    def _policy_changed(self, active) -> None:
+        self.metrics.policy_version.set(active.version)
+
+    def _upstream_error(self, tier: str, kind: str) -> None:
+        self.metrics.upstream_errors.labels(tier, kind).inc()
+
+    # -- ASGI -------------------------------------------------------------------------------------------------
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            path = scope["path"]
+            kind = COMPLETION_PATHS.get(path)
+            try:
+                if kind is not None:
+                    if scope["method"] != "POST":
+                        raise MethodNotAllowed(f"{path} takes POST")
+                    await self.completion(scope, receive, send, kind, path)
+                else:
+                    await admin.dispatch(self, scope, receive, send)
+            except RouterError as e:
+                await send_error(send, e)
+        elif scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive, send) -> None:
+        while True:
+            msg = await receive()
+            if msg["type"] == "lifespan.startup":
+                try:
+                    await self.startup()
+                except Exception as e:  # noqa: BLE001 - report to the server, which exits
+                    log.exception("router startup failed")
+                    await send({"type": "lifespan.startup.failed", "message": str(e)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif msg["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def read_body(self, scope, receive) -> bytes:
+        limit = self.settings.max_body_bytes
+        for k, v in scope["headers"]:
+            if k == b"content-length" and int(v or 0) > limit:
+                raise BodyTooLarge(f"request body is {int(v)} bytes; the limit is {limit} bytes")
+        chunks, size = [], 0
+        while True:
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                raise asyncio.CancelledError("client went away")
+            chunk = msg.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge(f"request body exceeds the limit of {limit} bytes")
+            chunks.append(chunk)
+            if not msg.get("more_body"):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def completion(self, scope, receive, send, kind: str, path: str) -> None:
+        started = time.perf_counter()
+        ts = utcnow()
+        body = await self.read_body(scope, receive)
+        ap = self.holder.current  # the version this request lives under, even if a reload lands meanwhile
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError as e:
+            raise BadRequest(f"request body is not valid JSON: {e}") from None
+        raw_headers = scope["headers"]
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers}
+        request_id = headers.get("x-request-id") or f"{self._boot}-{next(self._ids)}"
+        out = Outcome()
+        route: Route | None = None
+        try:
+            try:
+                route = await self.decider.decide(ap, data, headers, kind)
+            except RequestError as e:
+                raise BadRequest(e.message, param=e.param) from None
+            if not route.waited:
+                self.metrics.decision_seconds.observe(time.perf_counter() - started)
+            route.rules_header = ",".join(route.decision.rule_names).encode() if route.decision else b""
+            await self._forward(route, path, body, raw_headers, receive, send, started, out)
+        except RouterError as e:
+            out.status, out.error = e.status, out.error or e.message[:500]
+            if out.committed:
+                return
+            raise
+        finally:
+            self._record(ts, started, request_id, data, route, out, headers)
+
+    async def _forward(self, route: Route, path: str, body: bytes, raw_headers, receive, send, started: float,
+                       out: Outcome) -> None:
+        task = asyncio.current_task()
+        state = {"done": False, "gone": False}
+
+        async def watch() -> None:  # a client disconnect cancels the upstream request
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            if not state["done"]:
+                state["gone"] = True
+                task.cancel()  # type: ignore[union-attr]
+
+        watcher = asyncio.get_running_loop().create_task(watch())
+        try:
+            await self.forwarder.forward(path=path, body=body, headers=raw_headers, first=route.node,  # type: ignore[union-attr]
+                                         pick_other=lambda tried: self.decider.pick(route, tried), send=send,
+                                         response_headers=lambda node: self.route_headers(route, node),
+                                         started=started, out=out)
+        except asyncio.CancelledError:
+            if not state["gone"]:
+                raise
+            task.uncancel()  # type: ignore[union-attr]
+            out.status, out.error = 499, "client disconnected"
+        finally:
+            state["done"] = True
+            watcher.cancel()
+        if out.retries:
+            self.metrics.retries.labels(route.tier.value).inc(out.retries)
+
+    def route_headers(self, route: Route, node: Node) -> list[tuple[bytes, bytes]]:
+        h = [(b"x-quantroute-tier", node.tier.value.encode()),
+             (b"x-quantroute-deployment", node.deployment.encode()),
+             (b"x-quantroute-node", node.key.encode()),
+             (b"x-quantroute-policy-version", route.policy.version_bytes),
+             (b"x-quantroute-rules", route.rules_header)]
+        if route.arm is not None:
+            h.append((b"x-quantroute-arm", route.arm.encode()))
+        return h
+
+    def _record(self, ts, started: float, request_id: str, data, route: Route | None, out: Outcome,
+                headers: dict) -> None:
+        latency_ms = (time.perf_counter() - started) * 1000
+        node = out.node or (route.node if route else None)
+        status = out.status or 500
+        tier = node.tier.value if node else (route.tier.value if route else "")
+        deployment = node.deployment if node else ""
+        arm = route.arm if route else None
+        self.metrics.requests.labels(tier, deployment, arm or "", str(status)).inc()
+        model = data.get("model") if isinstance(data, dict) else None
+        self.writer.add({
+            "ts": ts, "request_id": request_id, "session_key": route.session_key if route else None,
+            "model": route.model if route else (model if isinstance(model, str) else ""),
+            "deployment": deployment or None, "node": node.key if node else None, "tier": tier or None,
+            "arm": arm, "policy_version": route.policy.version if route else None,
+            "rules": route.decision.rule_names if route and route.decision else [],
+            "score": route.decision.score if route and route.decision else None,
+            "status": status, "stream": bool(isinstance(data, dict) and data.get("stream")),
+            "latency_ms": latency_ms, "ttft_ms": out.ttft * 1000 if out.ttft is not None else None,
+            "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
+            "retries": out.retries, "escalated": bool(route and route.escalated), "error": out.error})
+
+
+async def send_error(send, err: RouterError) -> None:
+    status, headers, body = error_response_parts(err)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def send_json(send, status: int, payload, extra: list[tuple[bytes, bytes]] = ()) -> None:
+    body = orjson.dumps(payload)
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", JSON), (b"content-length", str(len(body)).encode()), *extra]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def create_app(settings: RouterSettings, *, transport: httpx.AsyncBaseTransport | None = None,
+               engine=None, use_db: bool = True) -> Router:
+    """Build a router app. `engine` defaults to one made from `settings.db_url` (schema upgraded);
+    `use_db=False` runs without a database (pins in memory, no request log)."""
+    if engine is None and use_db:
+        from quantroute.db.engine import init_db, make_engine
+
+        engine = make_engine(settings.db_url)
+        init_db(engine)
+    return Router(settings, transport=transport, engine=engine)

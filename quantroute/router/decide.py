@@ -1,0 +1,190 @@
+"""The routing decision for one request (DESIGN.md "Routing decision", steps 2-6): score, tier, session pin,
+canary arm, node; waiting for capacity and escalating when the chosen tier has none.
+
+I/O here is limited to the pin store (cache first) and waiting on the fleet's capacity signal; the choices
+themselves are the pure functions in `select.py` and `canary.py`."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from quantroute.classify import Decision
+from quantroute.router.canary import BASELINE, CANDIDATE, choose_arm
+from quantroute.router.errors import BadRequest, NoCapacity, NotFound
+from quantroute.router.nodes import Fleet, Node
+from quantroute.router.reload import ActivePolicy
+from quantroute.router.select import cheapest_served_tier, pick_node, tiers_at_or_above
+from quantroute.router.sessions import Pin, PinStore
+from quantroute.tiers import Tier
+
+
+@dataclass(slots=True)
+class Route:
+    """Where one request goes and why; read by the proxy, the response headers and the request log."""
+
+    policy: ActivePolicy
+    model: str
+    tier: Tier
+    node: Node
+    arm: str | None = None
+    decision: Decision | None = None
+    session_key: str | None = None
+    pinned: bool = False
+    pin_created: datetime | None = None
+    deployments: tuple[str, ...] = ()
+    escalated: bool = False
+    waited: bool = False
+    rules_header: bytes = b""
+    tried: set[str] = field(default_factory=set)
+
+
+class Decider:
+    def __init__(self, fleet: Fleet, pins: PinStore, *, retry_after_s: int = 1, metrics=None) -> None:
+        self.fleet = fleet
+        self.pins = pins
+        self.retry_after_s = retry_after_s
+        self.metrics = metrics
+        self._cand_cache: dict[tuple, list[Node]] = {}
+        self._cand_key: tuple = ()
+
+    # -- candidates ----------------------------------------------------------------------------------------
+    def candidates(self, ap: ActivePolicy, deployments: tuple[str, ...], tier: Tier) -> list[Node]:
+        """Nodes serving one of `deployments` at `tier`, cached per (policy version, fleet epoch)."""
+        key = (ap.version, id(ap), self.fleet.epoch)
+        if key != self._cand_key:
+            self._cand_cache = {}
+            self._cand_key = key
+        ck = (deployments, tier)
+        nodes = self._cand_cache.get(ck)
+        if nodes is None:
+            nodes = [n for d in deployments for n in self.fleet.by_deployment.get(d, ()) if n.tier == tier]
+            self._cand_cache[ck] = nodes
+        return nodes
+
+    def deployments_for(self, ap: ActivePolicy, model: str, tier: Tier, arm: str | None) -> tuple[str, ...]:
+        deps = tuple(ap.policy.deployments_for(model, tier))
+        canary = ap.policy.canary_for(model)
+        if arm is None or canary is None or canary.baseline not in deps and canary.candidate not in deps:
+            return tuple(d for d in deps if canary is None or d != canary.candidate)
+        return (canary.candidate,) if arm == CANDIDATE else tuple(d for d in deps if d != canary.candidate)
+
+    # -- the decision ----------------------------------------------------------------------------------------
+    async def decide(self, ap: ActivePolicy, body: dict, headers: Mapping[str, str], kind: str) -> Route:
+        requested = body.get("model")
+        sessions = ap.policy.sessions
+        if not isinstance(requested, str) or not requested:
+            raise BadRequest("'model' is required and must be a non-empty string", param="model")
+        if requested in ap.models:
+            model, fixed_deployment = requested, None
+        elif requested in ap.deployment_model:
+            model, fixed_deployment = ap.deployment_model[requested], requested
+        else:
+            raise NotFound(f"model {requested!r} is not served; valid models: "
+                           f"{', '.join(sorted(ap.models))} (or one of their deployment ids)", param="model")
+        decision = ap.compiled.classify(body, headers, kind)  # raises RequestError -> 400
+        session_key = headers.get(sessions.header) if sessions.affinity else None
+        pin = await self.pins.get(session_key, sessions.ttl_s) if session_key else None
+        if pin is not None and pin.model != model:
+            pin = None  # a session key reused for another model starts its own pin (not shared)
+        if pin is not None:
+            return await self._pinned(ap, pin, model, decision, session_key)
+        return await self._unpinned(ap, model, fixed_deployment, decision, session_key, headers)
+
+    async def _pinned(self, ap: ActivePolicy, pin: Pin, model: str, decision: Decision, key: str) -> Route:
+        tier = Tier(pin.tier)
+        deps = (pin.deployment,) if pin.deployment else self.deployments_for(ap, model, tier, pin.arm)
+        route = Route(ap, model, tier, None, pin.arm, decision, key, True, pin.created_at, deps)  # type: ignore[arg-type]
+        node = self.pick(route, set())
+        if node is None:  # pinned: same tier always; wait for room, then 503
+            node = await self._wait(route, ap.policy.sessions.max_wait_ms / 1000)
+        if node is None:
+            self._count_503(tier, True)
+            raise NoCapacity(f"no capacity at tier {tier.value} for session {key!r} (pinned); retry later",
+                             headers={"Retry-After": str(self.retry_after_s)})
+        route.node = node
+        return route
+
+    async def _unpinned(self, ap: ActivePolicy, model: str, fixed: str | None, decision: Decision,
+                        key: str | None, headers: Mapping[str, str]) -> Route:
+        policy = ap.policy
+        if fixed is not None:
+            tier = ap.deployment_tier[fixed]
+            ladder, arm = [tier], None
+        else:
+            start = cheapest_served_tier(decision.tier, set(ap.served.get(model, ())))
+            if start is None:
+                self._count_503(decision.tier, False)
+                raise NoCapacity(f"model {model!r} has no deployment at tier {decision.tier.value} or above",
+                                 headers={"Retry-After": str(self.retry_after_s)})
+            esc = policy.escalation
+            ladder = tiers_at_or_above(start, ceiling=esc.max_tier) if esc.enabled else [start]
+            ladder = [t for t in ladder if t in ap.served.get(model, ())] or [start]
+            tier = start
+            canary = policy.canary_for(model)
+            arm = None
+            if canary is not None:
+                arm = choose_arm(key or headers.get("x-request-id") or uuid.uuid4().hex, canary.percent, model)
+        route = Route(ap, model, tier, None, arm, decision, key, False, None)  # type: ignore[arg-type]
+        for i, t in enumerate(ladder):  # cheapest first; never below the decision's tier
+            route.tier = t
+            route.deployments = (fixed,) if fixed else self.deployments_for(ap, model, t, arm)
+            node = self.pick(route, set())
+            if node is not None:
+                route.node, route.escalated = node, i > 0
+                break
+        else:
+            route.tier = tier
+            route.deployments = (fixed,) if fixed else self.deployments_for(ap, model, tier, arm)
+            node = await self._wait(route, policy.sessions.max_wait_ms / 1000)
+            if node is None:
+                self._count_503(tier, False)
+                raise NoCapacity(f"no capacity at tier {tier.value} or any tier the policy allows above it",
+                                 headers={"Retry-After": str(self.retry_after_s)})
+            route.node = node
+        if route.escalated and self.metrics:
+            self.metrics.escalations.labels(tier.value, route.tier.value).inc()
+        if key is not None:
+            await self._create_pin(route, fixed)
+        return route
+
+    async def _create_pin(self, route: Route, fixed: str | None) -> None:
+        sessions = route.policy.policy.sessions
+        pin = await self.pins.create(key=route.session_key, model=route.model, tier=route.tier.value,  # type: ignore[arg-type]
+                                     arm=route.arm, deployment=fixed, policy_version=route.policy.version,
+                                     ttl_s=sessions.ttl_s)
+        if pin.tier != route.tier.value or pin.arm != route.arm:
+            # Another replica pinned this session first: follow its pin.
+            new = await self._pinned(route.policy, pin, route.model, route.decision, route.session_key)  # type: ignore[arg-type]
+            route.tier, route.arm, route.node, route.deployments = new.tier, new.arm, new.node, new.deployments
+        route.pinned, route.pin_created = True, pin.created_at
+
+    # -- nodes --------------------------------------------------------------------------------------------
+    def pick(self, route: Route, exclude: set[str]) -> Node | None:
+        nodes = self.candidates(route.policy, route.deployments, route.tier)
+        if route.pin_created is not None:
+            q = route.policy.policy.sessions.quiescence_s
+            nodes = [n for n in nodes if not n.quiescent_for(route.pin_created, q)]
+        return pick_node(nodes, exclude=exclude)
+
+    async def _wait(self, route: Route, max_wait: float) -> Node | None:
+        if max_wait <= 0:
+            return None
+        route.waited = True
+        if self.metrics:
+            self.metrics.session_waits.labels(route.tier.value).inc()
+        deadline = time.monotonic() + max_wait
+        while (left := deadline - time.monotonic()) > 0:
+            await self.fleet.wait_for_capacity(min(left, 0.25))
+            node = self.pick(route, set())
+            if node is not None:
+                return node
+        return None
+
+    def _count_503(self, tier: Tier, pinned: bool) -> None:
+        if self.metrics:
+            self.metrics.no_capacity.labels(tier.value, "true" if pinned else "false").inc()

@@ -1,0 +1,73 @@
+"""Typed API errors, rendered once as OpenAI's error JSON with the right status code."""
+
+from __future__ import annotations
+
+import orjson
+
+
+class RouterError(Exception):
+    status = 500
+    type = "server_error"
+    code: str | None = None
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+        self.headers = headers or {}
+
+    def body(self) -> bytes:
+        return orjson.dumps({"error": {"message": self.message, "type": self.type,
+                                       "param": self.param, "code": self.code}})
+
+
+class BadRequest(RouterError):
+    status = 400
+    type = "invalid_request_error"
+
+
+class Unauthorized(RouterError):
+    status = 401
+    type = "authentication_error"
+    code = "invalid_api_key"
+
+
+class NotFound(RouterError):
+    status = 404
+    type = "invalid_request_error"
+    code = "model_not_found"
+
+
+class MethodNotAllowed(RouterError):
+    status = 405
+    type = "invalid_request_error"
+
+
+class BodyTooLarge(RouterError):
+    status = 413
+    type = "invalid_request_error"
+    code = "request_too_large"
+
+
+class NoCapacity(RouterError):
+    status = 503
+    type = "server_error"
+    code = "no_capacity"
+
+
+class UpstreamFailed(RouterError):
+    status = 502
+    type = "server_error"
+    code = "upstream_error"
+
+
+def error_response_parts(err: RouterError, extra_headers: list[tuple[bytes, bytes]] = ()) -> tuple[int, list, bytes]:
+    """(status, raw headers, body) for an ASGI response."""
+    body = err.body()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += [(k.lower().encode(), v.encode()) for k, v in err.headers.items()]
+    headers += list(extra_headers)
+    return err.status, headers, body

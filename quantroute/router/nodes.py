@@ -1,0 +1,196 @@
+"""Fleet state: the nodes the router may send to, their health and their load.
+
+Nodes come from the fleet file and from `POST /admin/nodes`. A node that re-registers with another format or
+checksum starts a new generation: for the policy's quiescence window it takes only sessions pinned after
+the generation started. Probes hit `/health` and scrape `/metrics` every `probe_interval_s`; consecutive
+failures eject a node, one healthy probe brings it back."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from quantroute.db.audit import utcnow
+from quantroute.registration import NodeRegistration
+from quantroute.tiers import Tier
+
+log = logging.getLogger(__name__)
+
+WAITING = "vllm:num_requests_waiting"
+RUNNING = "vllm:num_requests_running"
+KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # newer name first
+
+# Relative decode speed per hardware class when the fleet file gives none (A100 = 1.0).
+DEFAULT_SPEED = {"h100-80g": 1.6, "a100-80g": 1.0, "a100-40g": 1.0, "l40s-48g": 0.8, "rtx4090-24g": 0.7,
+                 "a10g-24g": 0.45, "l4-24g": 0.35}
+
+
+@dataclass(eq=False)
+class Node:
+    key: str
+    url: str
+    model: str
+    deployment: str
+    tier: Tier
+    format: str
+    method: str = "none"
+    checksum: str = ""
+    hardware: str = "unknown"
+    vram_gb: float | None = None
+    speed: float = 1.0
+    max_inflight: int = 256
+    max_waiting: int = 64
+    generation: int = 1
+    generation_started: datetime = field(default_factory=utcnow)
+    # observed
+    healthy: bool = True
+    failures: int = 0
+    inflight: int = 0
+    waiting: int = 0
+    running: int = 0
+    kv_usage: float = 0.0
+    last_probe: float | None = None
+    last_error: str | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.healthy
+
+    def quiescent_for(self, pin_created: datetime, quiescence_s: int) -> bool:
+        """True when a session pinned at `pin_created` must not use this node yet: the node's generation is
+        newer than the pin and still inside its quiescence window."""
+        if self.generation <= 1 or pin_created >= self.generation_started:
+            return False
+        return (utcnow() - self.generation_started).total_seconds() < quiescence_s
+
+    def view(self) -> dict:
+        return {"key": self.key, "url": self.url, "model": self.model, "deployment": self.deployment,
+                "tier": self.tier.value, "format": self.format, "method": self.method, "checksum": self.checksum,
+                "hardware": self.hardware, "vram_gb": self.vram_gb, "speed": self.speed,
+                "generation": self.generation, "generation_started": self.generation_started.isoformat(),
+                "healthy": self.healthy, "consecutive_failures": self.failures, "inflight": self.inflight,
+                "waiting": self.waiting, "running": self.running, "kv_usage": self.kv_usage,
+                "last_error": self.last_error}
+
+
+class Fleet:
+    """All known nodes, indexed by deployment. `epoch` changes whenever the set of nodes changes, so callers
+    can cache candidate lists."""
+
+    def __init__(self, *, max_inflight: int = 256, max_waiting: int = 64, eject_after: int = 3) -> None:
+        self.nodes: dict[str, Node] = {}
+        self.by_deployment: dict[str, list[Node]] = {}
+        self.epoch = 0
+        self.max_inflight = max_inflight
+        self.max_waiting = max_waiting
+        self.eject_after = eject_after
+        self._capacity = asyncio.Event()
+
+    # -- membership -------------------------------------------------------------------------------------
+    def register(self, reg: NodeRegistration, *, speed: float | None = None,
+                 generation_started: datetime | None = None) -> Node:
+        key = reg.key
+        old = self.nodes.get(key)
+        generation = 1
+        started = generation_started or utcnow()
+        if old is not None:
+            same = old.format == reg.format and old.checksum == reg.checksum and old.deployment == reg.deployment
+            generation = old.generation if same else old.generation + 1
+            if same:
+                started = old.generation_started
+        node = Node(key=key, url=str(reg.url).rstrip("/"), model=reg.model, deployment=reg.deployment,
+                    tier=reg.tier, format=reg.format, method=reg.method, checksum=reg.checksum,
+                    hardware=reg.hardware, vram_gb=reg.vram_gb,
+                    speed=speed or DEFAULT_SPEED.get(reg.hardware, 1.0),
+                    max_inflight=self.max_inflight, max_waiting=self.max_waiting,
+                    generation=generation, generation_started=started)
+        if old is not None:
+            node.inflight = old.inflight  # requests already on it still finish and release
+        self.nodes[key] = node
+        self._reindex()
+        return node
+
+    def _reindex(self) -> None:
+        idx: dict[str, list[Node]] = {}
+        for n in self.nodes.values():
+            idx.setdefault(n.deployment, []).append(n)
+        self.by_deployment = idx
+        self.epoch += 1
+        self.notify()
+
+    # -- capacity signalling ------------------------------------------------------------------------------
+    def notify(self) -> None:
+        """Wake requests waiting for capacity (a request finished, a node came back)."""
+        self._capacity.set()
+        self._capacity = asyncio.Event()
+
+    async def wait_for_capacity(self, timeout: float) -> None:
+        ev = self._capacity
+        try:
+            await asyncio.wait_for(ev.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+
+    # -- health -------------------------------------------------------------------------------------------
+    def record_failure(self, node: Node, error: str) -> None:
+        node.failures += 1
+        node.last_error = error
+        if node.failures >= self.eject_after and node.healthy:
+            log.warning("ejecting node %s after %d failures: %s", node.key, node.failures, error)
+            node.healthy = False
+            self.epoch += 1
+
+    def record_success(self, node: Node) -> None:
+        node.failures = 0
+        if not node.healthy:
+            log.info("node %s is back", node.key)
+            node.healthy = True
+            self.epoch += 1
+            self.notify()
+
+
+def parse_load(text: str) -> tuple[int, int, float]:
+    """(waiting, running, kv usage 0-1) summed over the label sets of vLLM's `/metrics`."""
+    waiting = running = 0.0
+    kv: dict[str, float] = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            if s.name == WAITING:
+                waiting += s.value
+            elif s.name == RUNNING:
+                running += s.value
+            elif s.name in KV_USAGE:
+                kv[s.name] = max(kv.get(s.name, 0.0), s.value)
+    usage = next((kv[n] for n in KV_USAGE if n in kv), 0.0)
+    return int(waiting), int(running), float(usage)
+
+
+async def probe_node(client: httpx.AsyncClient, fleet: Fleet, node: Node, timeout: float) -> None:
+    try:
+        r = await client.get(node.url + "/health", timeout=timeout)
+        if r.status_code != 200:
+            raise RuntimeError(f"/health answered {r.status_code}")
+        m = await client.get(node.url + "/metrics", timeout=timeout)
+        if m.status_code == 200:
+            node.waiting, node.running, node.kv_usage = parse_load(m.text)
+    except Exception as e:  # noqa: BLE001 - any failure of a probe counts against the node
+        fleet.record_failure(node, f"probe: {type(e).__name__}: {e}"[:300])
+    else:
+        node.last_error = None
+        fleet.record_success(node)
+        fleet.notify()
+    node.last_probe = time.monotonic()
+
+
+async def probe_loop(client: httpx.AsyncClient, fleet: Fleet, *, interval: float, timeout: float) -> None:
+    while True:
+        nodes = list(fleet.nodes.values())
+        if nodes:
+            await asyncio.gather(*(probe_node(client, fleet, n, timeout) for n in nodes))
+        await asyncio.sleep(interval)

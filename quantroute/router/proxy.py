@@ -1,0 +1,166 @@
+"""Forwarding one request to a node: original body bytes unchanged, SSE passed through chunk by chunk.
+
+Retries go to another node of the same tier (and arm) on a connect error, a broken connection or a 5xx,
+as long as no byte has reached the client. Non-streamed responses are read whole before anything is sent
+(they are small), so a node dying mid-answer is still retried; streams are committed at their first byte."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import httpx
+import orjson
+
+from quantroute.router.errors import UpstreamFailed
+from quantroute.router.nodes import Fleet, Node
+
+# Client headers worth passing on; everything else (host, length, encodings, hop-by-hop) is ours to set.
+FORWARD_HEADERS = frozenset({b"authorization", b"content-type", b"accept", b"x-request-id", b"traceparent",
+                             b"openai-organization", b"openai-project"})
+
+Send = Callable[[dict], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened upstream, for the request log and metrics."""
+
+    status: int = 0
+    node: Node | None = None
+    retries: int = 0
+    ttft: float | None = None  # seconds from request start to the first byte sent to the client
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    error: str | None = None
+    committed: bool = False  # a response start went to the client
+
+
+def upstream_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    out = [(k, v) for k, v in raw if k in FORWARD_HEADERS]
+    if not any(k == b"content-type" for k, _ in out):
+        out.append((b"content-type", b"application/json"))
+    return out
+
+
+def usage_from(body: bytes) -> tuple[int | None, int | None]:
+    """prompt/completion tokens from a JSON response or the last SSE chunk that carries `usage`."""
+    if b'"usage"' not in body:
+        return None, None
+    for line in reversed(body.split(b"\n")):
+        line = line.strip()
+        if line.startswith(b"data:"):
+            line = line[5:].strip()
+        if b'"usage"' not in line:
+            continue
+        try:
+            usage = orjson.loads(line).get("usage") or {}
+        except (orjson.JSONDecodeError, AttributeError):
+            continue
+        return usage.get("prompt_tokens"), usage.get("completion_tokens")
+    return None, None
+
+
+class Forwarder:
+    def __init__(self, client: httpx.AsyncClient, fleet: Fleet, *, retries: int, on_upstream_error=None) -> None:
+        self.client = client
+        self.fleet = fleet
+        self.retries = retries
+        self.on_upstream_error = on_upstream_error  # (tier, kind) -> None
+
+    async def forward(self, *, path: str, body: bytes, headers: list[tuple[bytes, bytes]], first: Node,
+                      pick_other: Callable[[set[str]], Node | None], send: Send,
+                      response_headers: Callable[[Node], list[tuple[bytes, bytes]]], started: float,
+                      out: Outcome) -> None:
+        """Send to `first`; on a retryable failure ask `pick_other(tried)` for another node."""
+        node: Node | None = first
+        tried: set[str] = set()
+        fwd_headers = upstream_headers(headers)
+        last_error = "no node"
+        while node is not None:
+            tried.add(node.key)
+            out.node = node
+            node.inflight += 1
+            try:
+                done = await self._attempt(node, path, body, fwd_headers, send, response_headers, started, out)
+            finally:
+                node.inflight -= 1
+                self.fleet.notify()
+            if done:
+                return
+            last_error = out.error or "upstream failure"
+            if len(tried) > self.retries:
+                break
+            node = pick_other(tried)
+            if node is not None:
+                out.retries += 1
+        raise UpstreamFailed(f"upstream failed after {len(tried)} attempt(s): {last_error}")
+
+    async def _attempt(self, node: Node, path: str, body: bytes, headers, send: Send, response_headers,
+                       started: float, out: Outcome) -> bool:
+        """True when a response (any status < 500) went to the client; False to retry elsewhere."""
+        req = self.client.build_request("POST", node.url + path, content=body, headers=headers)
+        try:
+            resp = await self.client.send(req, stream=True)
+        except httpx.TransportError as e:
+            self._failed(node, "connect", f"{type(e).__name__}: {e}", out)
+            return False
+        try:
+            if resp.status_code >= 500:
+                await resp.aread()
+                self._failed(node, "5xx", f"node answered {resp.status_code}", out)
+                return False
+            ctype = resp.headers.get("content-type", "application/json").encode()
+            if ctype.startswith(b"text/event-stream"):
+                await self._stream(resp, node, ctype, send, response_headers, started, out)
+            else:
+                try:
+                    data = await resp.aread()
+                except httpx.TransportError as e:
+                    self._failed(node, "read", f"{type(e).__name__}: {e}", out)
+                    return False
+                out.status = resp.status_code
+                out.committed = True
+                hdrs = [(b"content-type", ctype), (b"content-length", str(len(data)).encode())]
+                await send({"type": "http.response.start", "status": resp.status_code,
+                            "headers": hdrs + response_headers(node)})
+                out.ttft = time.perf_counter() - started
+                await send({"type": "http.response.body", "body": data})
+                if resp.status_code == 200:
+                    out.prompt_tokens, out.completion_tokens = usage_from(data)
+            self.fleet.record_success(node) if node.failures else None
+            return True
+        finally:
+            await resp.aclose()
+
+    async def _stream(self, resp: httpx.Response, node: Node, ctype: bytes, send: Send, response_headers,
+                      started: float, out: Outcome) -> None:
+        out.status = resp.status_code
+        out.committed = True
+        await send({"type": "http.response.start", "status": resp.status_code,
+                    "headers": [(b"content-type", ctype), (b"cache-control", b"no-cache")] + response_headers(node)})
+        tail = b""
+        try:
+            async for chunk in resp.aiter_raw():
+                if out.ttft is None:
+                    out.ttft = time.perf_counter() - started
+                if b'"usage"' in chunk:
+                    tail = chunk
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except httpx.TransportError as e:
+            # Bytes already went out: the stream ends early and the client sees it end; no retry possible.
+            out.error = f"stream broken: {type(e).__name__}: {e}"
+            self._count(node, "stream")
+        await send({"type": "http.response.body", "body": b""})
+        if tail:
+            out.prompt_tokens, out.completion_tokens = usage_from(tail)
+
+    def _failed(self, node: Node, kind: str, message: str, out: Outcome) -> None:
+        out.error = f"{node.key}: {message}"[:500]
+        self.fleet.record_failure(node, message)
+        self._count(node, kind)
+
+    def _count(self, node: Node, kind: str) -> None:
+        if self.on_upstream_error:
+            self.on_upstream_error(node.tier.value, kind)

@@ -1,0 +1,173 @@
+"""Hot reload of the active policy version.
+
+Sources of truth for "which version is active": the pointer file `<policies_dir>/active` (watched with
+watchfiles) and the newest `policy_activation` row (polled, for replicas on other hosts). On a change: load,
+validate, compile, swap one reference. A version that fails to load leaves the last good one in force; the
+failure is counted and shown on `GET /admin/policy`. Requests read `holder.current` once at their start, so
+in-flight requests finish under the version they started with."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from quantroute.classify import CompiledPolicy, compile_policy
+from quantroute.db.engine import session as db_session
+from quantroute.db.policy_state import active_version
+from quantroute.policy.loader import PolicyValidationError, load_policy
+from quantroute.policy.model import Policy
+from quantroute.tiers import Tier
+
+log = logging.getLogger(__name__)
+
+
+def policy_path(policies_dir: Path, version: int) -> Path:
+    return policies_dir / f"policy-{version:04d}.yaml"
+
+
+def read_pointer(policies_dir: Path) -> int:
+    """The version named by the pointer file; absent means version 1."""
+    p = policies_dir / "active"
+    try:
+        text = p.read_text().strip()
+    except FileNotFoundError:
+        return 1
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{p}: expected a version number, got {text[:40]!r}") from None
+
+
+@dataclass(frozen=True, eq=False)
+class ActivePolicy:
+    """One loaded version plus what the hot path derives from it, computed once at load."""
+
+    version: int
+    policy: Policy
+    compiled: CompiledPolicy
+    models: frozenset[str]
+    deployment_model: dict[str, str]  # deployment id -> logical model
+    deployment_tier: dict[str, Tier]
+    served: dict[str, frozenset[Tier]]  # logical model -> tiers it is deployed at
+    version_bytes: bytes = field(default=b"")
+
+    @classmethod
+    def build(cls, policy: Policy) -> "ActivePolicy":
+        dm, dt, served = {}, {}, {}
+        for t in policy.tiers:
+            for model, deps in t.deployments.items():
+                if deps:
+                    served.setdefault(model, set()).add(t.name)
+                for d in deps:
+                    dm[d], dt[d] = model, t.name
+        return cls(policy.version, policy, compile_policy(policy), frozenset(policy.models()), dm, dt,
+                   {m: frozenset(s) for m, s in served.items()}, str(policy.version).encode())
+
+
+class PolicyHolder:
+    def __init__(self, policies_dir: Path, engine: Engine | None, *, on_change=None, on_failure=None) -> None:
+        self.policies_dir = policies_dir
+        self.engine = engine
+        self.current: ActivePolicy | None = None
+        self.failures = 0
+        self.last_error: str | None = None
+        self.last_error_version: int | None = None
+        self.loaded_at: float | None = None
+        self.history: list[tuple[int, float]] = []  # (version, wall time swapped in)
+        self._db_seen: int | None = None
+        self._on_change = on_change
+        self._on_failure = on_failure
+        self._lock = asyncio.Lock()
+
+    def load_initial(self) -> ActivePolicy:
+        """At startup the policy must load: a router with no policy cannot route."""
+        v = self._db_version() or read_pointer(self.policies_dir)
+        self._swap(ActivePolicy.build(load_policy(policy_path(self.policies_dir, v))))
+        return self.current  # type: ignore[return-value]
+
+    def _db_version(self) -> int | None:
+        if self.engine is None:
+            return None
+        try:
+            with db_session(self.engine) as s:
+                v = active_version(s)
+        except Exception as e:  # noqa: BLE001 - the pointer file still works without the DB
+            log.warning("reading policy_activation failed: %s", e)
+            return None
+        self._db_seen = v if v is not None else self._db_seen
+        return v
+
+    async def activate(self, version: int) -> bool:
+        """Load and swap in `version` unless it is already active. False (and last good kept) on failure."""
+        async with self._lock:
+            if self.current is not None and self.current.version == version:
+                return True
+            try:
+                policy = await asyncio.to_thread(load_policy, policy_path(self.policies_dir, version))
+                if policy.version != version:
+                    raise ValueError(f"policy-{version:04d}.yaml says version {policy.version}")
+                active = ActivePolicy.build(policy)
+            except (PolicyValidationError, ValueError, OSError) as e:
+                self.failures += 1
+                self.last_error = str(e)
+                self.last_error_version = version
+                log.error("policy version %s rejected, keeping version %s: %s", version,
+                          self.current.version if self.current else None, e)
+                if self._on_failure:
+                    self._on_failure()
+                return False
+            self._swap(active)
+            return True
+
+    def _swap(self, active: ActivePolicy) -> None:
+        self.current = active  # the one reference requests read
+        self.loaded_at = time.time()
+        self.history.append((active.version, self.loaded_at))
+        del self.history[:-200]
+        log.info("policy version %d active", active.version)
+        if self._on_change:
+            self._on_change(active)
+
+    async def check_pointer(self) -> None:
+        try:
+            v = await asyncio.to_thread(read_pointer, self.policies_dir)
+        except ValueError as e:
+            self.failures += 1
+            self.last_error = str(e)
+            if self._on_failure:
+                self._on_failure()
+            return
+        await self.activate(v)
+
+    async def watch_pointer(self) -> None:
+        from watchfiles import awatch
+
+        self.policies_dir.mkdir(parents=True, exist_ok=True)
+        async for changes in awatch(self.policies_dir, debounce=20, step=10, recursive=False):
+            if any(Path(p).name == "active" for _, p in changes):
+                await self.check_pointer()
+
+    async def poll_db(self, interval: float) -> None:
+        """Replicas on other hosts see activations through the DB. Only a *change* of the newest row
+        triggers a load, so a local pointer edit is not undone by an older DB row."""
+        while True:
+            await asyncio.sleep(interval)
+            prev = self._db_seen
+            v = await asyncio.to_thread(self._db_version)
+            if v is not None and v != prev:
+                await self.activate(v)
+
+    def view(self) -> dict:
+        cur = self.current
+        return {"version": cur.version if cur else None,
+                "author": cur.policy.author if cur else None,
+                "message": cur.policy.message if cur else None,
+                "content_hash": cur.policy.content_hash if cur else None,
+                "loaded_at": self.loaded_at, "reload_failures": self.failures,
+                "last_error": self.last_error, "last_error_version": self.last_error_version,
+                "history": [{"version": v, "at": t} for v, t in self.history[-20:]]}

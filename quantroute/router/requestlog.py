@@ -1,0 +1,80 @@
+"""The request log writer: rows are buffered in memory and inserted in batches by a background task.
+
+The request path only appends a tuple to a bounded deque. When the DB is slow or down the buffer fills and
+the oldest-unwritten rows beyond the bound are dropped and counted; a request never waits for the DB."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable
+
+from sqlalchemy import insert
+from sqlalchemy.engine import Engine
+
+from quantroute.db.request_log import RequestLog
+
+log = logging.getLogger(__name__)
+
+COLUMNS = ("ts", "request_id", "session_key", "model", "deployment", "node", "tier", "arm", "policy_version",
+           "rules", "score", "status", "stream", "latency_ms", "ttft_ms", "prompt_tokens", "completion_tokens",
+           "retries", "escalated", "error")
+
+
+class RequestLogWriter:
+    def __init__(self, engine: Engine | None, *, batch_size: int = 500, flush_interval_s: float = 0.5,
+                 max_buffered: int = 20_000, on_drop: Callable[[int], None] | None = None) -> None:
+        self.engine = engine
+        self.batch_size = batch_size
+        self.flush_interval_s = flush_interval_s
+        self.max_buffered = max_buffered
+        self.buffer: deque[dict] = deque()
+        self.dropped = 0
+        self.written = 0
+        self.write_errors = 0
+        self.on_drop = on_drop
+        self._wake = asyncio.Event()
+
+    def add(self, row: dict) -> None:
+        if len(self.buffer) >= self.max_buffered:
+            self.dropped += 1
+            if self.on_drop:
+                self.on_drop(1)
+            return
+        self.buffer.append(row)
+        if len(self.buffer) >= self.batch_size:
+            self._wake.set()
+
+    async def run(self) -> None:
+        """Background task: flush every interval or when a batch is full."""
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.flush_interval_s)
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+            await self.flush()
+
+    async def flush(self) -> None:
+        while self.buffer and self.engine is not None:
+            batch = [self.buffer.popleft() for _ in range(min(self.batch_size, len(self.buffer)))]
+            try:
+                await asyncio.to_thread(self._insert, batch)
+            except Exception as e:  # noqa: BLE001 - keep the rows for the next try, within the bound
+                self.write_errors += 1
+                log.warning("request log write failed (%d rows kept): %s", len(batch), e)
+                room = self.max_buffered - len(self.buffer)
+                keep = batch[:max(room, 0)]
+                lost = len(batch) - len(keep)
+                self.buffer.extendleft(reversed(keep))
+                if lost:
+                    self.dropped += lost
+                    if self.on_drop:
+                        self.on_drop(lost)
+                return
+            self.written += len(batch)
+
+    def _insert(self, batch: list[dict]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(insert(RequestLog.__table__), batch)

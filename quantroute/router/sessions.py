@@ -1,0 +1,146 @@
+"""Session pins: an in-memory cache in front of the `session_pin` table.
+
+A hit costs a dict lookup. A miss (new session, restarted router, another replica pinned it) reads the DB in
+a worker thread. New pins are written before the response so a second replica sees them; when the DB is
+down the pin lives in memory only and the request still goes through."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy.engine import Engine
+
+from quantroute.db.audit import utcnow
+from quantroute.db.engine import session as db_session
+from quantroute.db.session_pin import SessionPin, create_pin, delete_pin, get_pin, list_pins, touch_pin
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Pin:
+    session_key: str
+    model: str
+    tier: str
+    arm: str | None
+    deployment: str | None
+    policy_version: int | None
+    created_at: datetime
+    expires: float  # monotonic deadline
+    touched: float  # monotonic time of the last DB refresh
+
+    @classmethod
+    def from_row(cls, row: SessionPin) -> "Pin":
+        now_m, now = time.monotonic(), utcnow()
+        return cls(row.session_key, row.model, row.tier, row.arm, row.deployment, row.policy_version,
+                   row.created_at, now_m + (row.expires_at - now).total_seconds(), now_m)
+
+    def view(self) -> dict:
+        return {"session_key": self.session_key, "model": self.model, "tier": self.tier, "arm": self.arm,
+                "deployment": self.deployment, "policy_version": self.policy_version,
+                "created_at": self.created_at.isoformat(),
+                "expires_in_s": round(self.expires - time.monotonic(), 1)}
+
+
+class PinStore:
+    def __init__(self, engine: Engine | None, *, touch_interval_s: float = 30.0) -> None:
+        self.engine = engine
+        self.touch_interval_s = touch_interval_s
+        self.cache: dict[str, Pin] = {}
+        self.db_errors = 0
+        self._bg: set[asyncio.Task] = set()
+
+    async def get(self, key: str, ttl_s: int) -> Pin | None:
+        now = time.monotonic()
+        pin = self.cache.get(key)
+        if pin is not None:
+            if pin.expires > now:
+                pin.expires = now + ttl_s
+                if now - pin.touched > self.touch_interval_s:
+                    pin.touched = now
+                    self._spawn(self._touch(key, ttl_s))
+                return pin
+            del self.cache[key]
+        if self.engine is None:
+            return None
+        try:
+            row = await asyncio.to_thread(self._read, key)
+        except Exception as e:  # noqa: BLE001 - DB down: behave as if unpinned rather than fail the request
+            self.db_errors += 1
+            log.warning("session pin lookup failed: %s", e)
+            return None
+        if row is None:
+            return None
+        pin = Pin.from_row(row)
+        self.cache[key] = pin
+        return pin
+
+    async def create(self, *, key: str, model: str, tier: str, arm: str | None, deployment: str | None,
+                     policy_version: int | None, ttl_s: int) -> Pin:
+        now = utcnow()
+        row = SessionPin(session_key=key, model=model, tier=tier, arm=arm, deployment=deployment,
+                         policy_version=policy_version, created_at=now, last_used=now,
+                         expires_at=now + timedelta(seconds=ttl_s))
+        if self.engine is not None:
+            try:
+                row = await asyncio.to_thread(self._create, row)  # another replica may have won the race
+            except Exception as e:  # noqa: BLE001
+                self.db_errors += 1
+                log.warning("session pin write failed (kept in memory): %s", e)
+        pin = Pin.from_row(row)
+        self.cache[key] = pin
+        return pin
+
+    async def delete(self, key: str) -> bool:
+        found = self.cache.pop(key, None) is not None
+        if self.engine is not None:
+            found = await asyncio.to_thread(self._delete, key) or found
+        return found
+
+    async def list(self) -> list[dict]:
+        if self.engine is None:
+            return [p.view() for p in self.cache.values() if p.expires > time.monotonic()]
+        rows = await asyncio.to_thread(self._list)
+        return [Pin.from_row(r).view() for r in rows]
+
+    def forget_expired(self) -> None:
+        now = time.monotonic()
+        for k in [k for k, p in self.cache.items() if p.expires <= now]:
+            del self.cache[k]
+
+    # -- DB side (worker threads) -------------------------------------------------------------------------
+    def _read(self, key: str) -> SessionPin | None:
+        with db_session(self.engine) as s:
+            return get_pin(session=s, session_key=key)
+
+    def _create(self, row: SessionPin) -> SessionPin:
+        with db_session(self.engine) as s:
+            return create_pin(session=s, pin=row)
+
+    def _delete(self, key: str) -> bool:
+        with db_session(self.engine) as s:
+            return delete_pin(session=s, session_key=key)
+
+    def _list(self) -> list[SessionPin]:
+        with db_session(self.engine) as s:
+            return list_pins(session=s)
+
+    async def _touch(self, key: str, ttl_s: int) -> None:
+        try:
+            await asyncio.to_thread(self._touch_sync, key, ttl_s)
+        except Exception as e:  # noqa: BLE001
+            self.db_errors += 1
+            log.warning("session pin refresh failed: %s", e)
+
+    def _touch_sync(self, key: str, ttl_s: int) -> None:
+        with db_session(self.engine) as s:
+            touch_pin(session=s, session_key=key, ttl_s=ttl_s)
+
+    def _spawn(self, coro) -> None:
+        t = asyncio.ensure_future(coro)
+        self._bg.add(t)
+        t.add_done_callback(self._bg.discard)

@@ -1,0 +1,47 @@
+"""Router settings: one pydantic-settings class, read from the CLI and from `QUANTROUTE_ROUTER_*` env vars."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class RouterSettings(BaseSettings):
+    """Everything the router needs to start; tests build one per router."""
+
+    model_config = SettingsConfigDict(env_prefix="QUANTROUTE_ROUTER_", extra="forbid")
+
+    policies_dir: Path = Path("policies")
+    fleet_file: Path | None = Field(default=None, description="Fleet YAML with the nodes known at start")
+    db_url: str | None = Field(default=None, description="SQLAlchemy URL; default $DATABASE_URL or data/quantroute.db")
+    host: str = "127.0.0.1"
+    port: int = 8080
+    admin_token: str | None = Field(default=None, description="Bearer token for /admin/*; unset = admin API refused")
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
+
+    # Fleet state
+    probe_interval_s: float = Field(default=1.5, gt=0)
+    probe_timeout_s: float = Field(default=1.0, gt=0)
+    eject_after_failures: int = Field(default=3, ge=1)
+    node_max_inflight: int = Field(default=256, ge=1, description="Router in-flight requests that make a node full")
+    node_max_waiting: int = Field(default=64, ge=0, description="Scraped waiting requests that make a node full")
+
+    # Forwarding
+    retries: int = Field(default=2, ge=0, description="Extra attempts on other nodes of the same tier")
+    connect_timeout_s: float = Field(default=2.0, gt=0)
+    upstream_timeout_s: float = Field(default=600.0, gt=0)
+    retry_after_s: int = Field(default=1, ge=1)
+
+    # Policy reload
+    policy_poll_s: float = Field(default=2.0, gt=0, description="How often to read policy_activation from the DB")
+    watch_pointer: bool = True
+
+    # Request log
+    log_batch_size: int = Field(default=500, ge=1)
+    log_flush_interval_s: float = Field(default=0.5, gt=0)
+    log_buffer_max: int = Field(default=20_000, ge=1)
+
+    # Session pins: the DB row's last_used is refreshed at most this often per session.
+    pin_touch_interval_s: float = Field(default=30.0, gt=0)
