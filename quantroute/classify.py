@@ -1,0 +1,300 @@
+"""Sensitivity classifier: (policy, request body, headers) -> score, minimum tier and the rules that fired.
+
+Pure and fast: a policy is compiled once into closures (one case-insensitive regex per keyword list), prompt
+text is assembled only for the scopes some rule reads, and entropy is computed only when a rule asks for it.
+The router calls this on every request, so it must stay in the tens of microseconds."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from quantroute.policy.model import (AllCond, AnyCond, EntropyCond, KeywordsCond, LatencyBudgetCond, NotCond,
+                                     OutputTokensCond, Policy, PriorityCond, ResponseFormatCond, StreamCond,
+                                     TemperatureCond, ToolsCond)
+from quantroute.tiers import Tier, parse_tier
+
+
+class RequestError(ValueError):
+    """The request body or a header is malformed; the router answers 400 with `param` named."""
+
+    def __init__(self, message: str, param: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+
+@dataclass(frozen=True, slots=True)
+class FiredRule:
+    name: str
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    score: float
+    tier: Tier  # the minimum tier allowed (the router picks this one unless it escalates)
+    rules: tuple[FiredRule, ...]
+    output_estimate: int
+    header_tier: Tier | None = None  # x-min-tier, when the client sent one
+
+    @property
+    def rule_names(self) -> list[str]:
+        return [r.name for r in self.rules]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score": self.score, "tier": self.tier.value, "output_estimate": self.output_estimate,
+                "rules": [{"name": r.name, "weight": r.weight} for r in self.rules]}
+
+
+# ---- request view ----------------------------------------------------------------------------------------
+
+def _content_text(content: Any, where: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for i, part in enumerate(content):
+            if not isinstance(part, dict):
+                raise RequestError(f"{where}[{i}] must be an object with a 'type'", where)
+            if part.get("type") == "text":
+                text = part.get("text")
+                if not isinstance(text, str):
+                    raise RequestError(f"{where}[{i}].text must be a string", where)
+                parts.append(text)
+        return "\n".join(parts)
+    raise RequestError(f"{where} must be a string or a list of content parts", where)
+
+
+class RequestView:
+    """What the rules read from one request; text per scope and entropy are computed on first use."""
+
+    __slots__ = ("body", "system", "user", "last_user", "messages", "prompt", "_entropy", "temperature",
+                 "max_tokens", "priority", "latency_budget_ms", "header_tier")
+
+    def __init__(self, body: Any, headers: Mapping[str, str], policy: Policy, kind: str | None):
+        if not isinstance(body, dict):
+            raise RequestError("the request body must be a JSON object")
+        self.body = body
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise RequestError("'model' is required and must be a non-empty string", "model")
+        self._split_text(body, kind)
+        self._entropy: float | None = None
+        self.temperature = _number(body, "temperature", 0.0, 2.0)
+        mt = body.get("max_completion_tokens", body.get("max_tokens"))
+        if mt is not None and (isinstance(mt, bool) or not isinstance(mt, int) or mt < 1):
+            raise RequestError("'max_tokens' must be a positive integer", "max_tokens")
+        self.max_tokens = mt
+        hp = policy.headers
+        self.priority = _header_number(headers, hp.priority_header, 1, 10)
+        self.latency_budget_ms = _header_number(headers, hp.latency_budget_header, 0, None)
+        raw_tier = headers.get(hp.min_tier_header)
+        try:
+            self.header_tier = parse_tier(raw_tier) if raw_tier else None
+        except ValueError as e:
+            raise RequestError(f"header {hp.min_tier_header}: {e}", hp.min_tier_header) from None
+
+    def _split_text(self, body: dict, kind: str | None) -> None:
+        msgs = body.get("messages")
+        if kind == "chat" or (kind is None and msgs is not None):
+            if not isinstance(msgs, list) or not msgs:
+                raise RequestError("'messages' is required and must be a non-empty list", "messages")
+            system, user, every = [], [], []
+            last_user = ""
+            for i, m in enumerate(msgs):
+                if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+                    raise RequestError(f"messages[{i}] must be an object with a string 'role'", "messages")
+                text = _content_text(m.get("content"), f"messages[{i}].content")
+                role = m["role"]
+                if role in ("system", "developer"):
+                    system.append(text)
+                elif role == "user":
+                    user.append(text)
+                    last_user = text
+                every.append(text)
+            self.system, self.user, self.last_user = "\n".join(system), "\n".join(user), last_user
+            self.messages = self.prompt = "\n".join(every)
+            return
+        prompt = body.get("prompt")
+        if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
+            prompt = "\n".join(prompt)
+        elif isinstance(prompt, list) and prompt and all(isinstance(p, int) and not isinstance(p, bool) for p in prompt):
+            prompt = ""  # token ids: no text to read; only the numeric signals apply
+        if not isinstance(prompt, str):
+            raise RequestError("'prompt' is required: a string, a list of strings or a list of token ids"
+                               if kind == "completion" or msgs is None else
+                               "'messages' must be a non-empty list", "prompt" if kind == "completion" else "messages")
+        self.system, self.user = "", prompt
+        self.last_user = self.messages = self.prompt = prompt
+
+    def text(self, scope: str) -> str:
+        return getattr(self, scope)
+
+    @property
+    def entropy(self) -> float:
+        if self._entropy is None:
+            self._entropy = char_entropy(self.prompt)
+        return self._entropy
+
+
+def char_entropy(text: str) -> float:
+    """Shannon entropy of the UTF-8 bytes, in bits per byte (prose ~4.2, code/math/JSON ~4.6-5.2)."""
+    data = text.encode("utf-8")
+    if not data:
+        return 0.0
+    counts = np.bincount(np.frombuffer(data, dtype=np.uint8), minlength=256)
+    p = counts[counts > 0] / len(data)
+    return float(-(p * np.log2(p)).sum())
+
+
+def _number(body: dict, key: str, lo: float, hi: float) -> float | None:
+    v = body.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
+        raise RequestError(f"'{key}' must be a number", key)
+    if v < lo or v > hi:
+        raise RequestError(f"'{key}' must be between {lo} and {hi}, got {v}", key)
+    return float(v)
+
+
+def _header_number(headers: Mapping[str, str], name: str, lo: float, hi: float | None) -> float | None:
+    raw = headers.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        v = float(raw)
+    except ValueError:
+        raise RequestError(f"header {name} must be a number, got {raw!r}", name) from None
+    if v < lo or (hi is not None and v > hi):
+        bound = f"between {lo:g} and {hi:g}" if hi is not None else f">= {lo:g}"
+        raise RequestError(f"header {name} must be {bound}, got {raw!r}", name)
+    return v
+
+
+# ---- compiling a policy -----------------------------------------------------------------------------------
+
+Pred = Callable[[RequestView, int], bool]  # (view, output estimate) -> matched
+
+
+def _compile(cond: Any) -> Pred:
+    if isinstance(cond, AllCond):
+        subs = [_compile(c) for c in cond.all]
+        return lambda v, o: all(s(v, o) for s in subs)
+    if isinstance(cond, AnyCond):
+        subs = [_compile(c) for c in cond.any]
+        return lambda v, o: any(s(v, o) for s in subs)
+    if isinstance(cond, NotCond):
+        sub = _compile(cond.not_)
+        return lambda v, o: not sub(v, o)
+    if isinstance(cond, TemperatureCond):
+        rng, default = cond.temperature, cond.default
+        return lambda v, o: rng.contains(default if v.temperature is None else v.temperature)
+    if isinstance(cond, KeywordsCond):
+        return _compile_keywords(cond)
+    if isinstance(cond, OutputTokensCond):
+        rng = cond.output_tokens
+        return lambda v, o: rng.contains(o)
+    if isinstance(cond, PriorityCond):
+        rng = cond.priority
+        return lambda v, o: v.priority is not None and rng.contains(v.priority)
+    if isinstance(cond, LatencyBudgetCond):
+        rng = cond.latency_budget_ms
+        return lambda v, o: v.latency_budget_ms is not None and rng.contains(v.latency_budget_ms)
+    if isinstance(cond, EntropyCond):
+        rng = cond.entropy
+        return lambda v, o: rng.contains(v.entropy)
+    if isinstance(cond, ToolsCond):
+        want = cond.tools
+        return lambda v, o: bool(v.body.get("tools") or v.body.get("functions")) == want
+    if isinstance(cond, ResponseFormatCond):
+        kinds = set(cond.response_format)
+        return lambda v, o: _response_format(v.body) in kinds
+    if isinstance(cond, StreamCond):
+        want = cond.stream
+        return lambda v, o: bool(v.body.get("stream")) == want
+    raise TypeError(f"unknown condition {type(cond).__name__}")  # unreachable: the schema forbids it
+
+
+def _compile_keywords(cond: KeywordsCond) -> Pred:
+    kw = cond.keywords
+    alts = [r"(?<!\w)" + re.escape(w) + r"(?!\w)" for w in kw.any] + [f"(?:{p})" for p in kw.regex]
+    rx = re.compile("|".join(alts), re.IGNORECASE)
+    scope, need = kw.scope, kw.min_matches
+    if need == 1:
+        return lambda v, o: rx.search(v.text(scope)) is not None
+
+    def at_least(v: RequestView, o: int) -> bool:
+        found = set()
+        for m in rx.finditer(v.text(scope)):
+            found.add(m.group(0).lower())
+            if len(found) >= need:
+                return True
+        return False
+
+    return at_least
+
+
+def _response_format(body: dict) -> str | None:
+    rf = body.get("response_format")
+    if isinstance(rf, dict):
+        return rf.get("type")
+    return None
+
+
+_WORDS = re.compile(r"(\d[\d,]{1,6})[\s-]*(?:words?|palabras|mots|wörter)\b", re.IGNORECASE)
+
+
+class CompiledPolicy:
+    """A policy turned into predicates; built once per policy version."""
+
+    def __init__(self, policy: Policy):
+        self.policy = policy
+        self.rules = [(r.name, r.weight, _compile(r.when)) for r in policy.rules if r.enabled]
+        est = policy.output_estimate
+        self._long_rx = (re.compile("|".join(re.escape(w) for w in est.long_keywords), re.IGNORECASE)
+                         if est.long_keywords else None)
+
+    def estimate_output(self, view: RequestView) -> int:
+        if view.max_tokens is not None:
+            return view.max_tokens
+        est = self.policy.output_estimate
+        m = _WORDS.search(view.last_user)
+        if m:
+            return int(int(m.group(1).replace(",", "")) * est.tokens_per_word)
+        if self._long_rx is not None and self._long_rx.search(view.last_user):
+            return est.long_tokens
+        return est.default_tokens
+
+    def classify(self, body: Any, headers: Mapping[str, str], kind: str | None = None) -> Decision:
+        view = RequestView(body, headers, self.policy, kind)
+        out = self.estimate_output(view)
+        fired = []
+        score = 0.0
+        for name, weight, pred in self.rules:
+            if pred(view, out):
+                fired.append(FiredRule(name, weight))
+                score += weight
+        tier = self.policy.minimum_tier(score)
+        ht = view.header_tier
+        if ht is not None and (ht.rank < tier.rank or self.policy.headers.allow_lower):
+            tier = ht  # headers may raise the minimum tier; lowering needs the policy's consent
+        return Decision(score, tier, tuple(fired), out, ht)
+
+
+def compile_policy(policy: Policy) -> CompiledPolicy:
+    return CompiledPolicy(policy)
+
+
+def classify(policy: Policy | CompiledPolicy, body: Any, headers: Mapping[str, str] | None = None,
+             kind: str | None = None) -> Decision:
+    """Classify one request. Pass a CompiledPolicy on hot paths; a Policy is compiled on each call."""
+    compiled = policy if isinstance(policy, CompiledPolicy) else CompiledPolicy(policy)
+    return compiled.classify(body, headers or {}, kind)

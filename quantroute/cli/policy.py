@@ -1,0 +1,246 @@
+"""`quantroute policy ...`: validate, explain, version, diff, approve, activate, roll back."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from quantroute.policy.loader import PolicyValidationError, load_policy
+
+DIR_OPT = click.option("--policies", "policies_dir", default=lambda: _env("QUANTROUTE_POLICIES", "policies"),
+                       show_default="policies", type=click.Path(file_okay=False), help="policy versions directory")
+DB_OPT = click.option("--db", "db_url", default=None, help="database URL (default $DATABASE_URL or sqlite:///data/quantroute.db)")
+
+
+def _env(name: str, default: str) -> str:
+    import os
+
+    return os.environ.get(name, default)
+
+
+def _store(policies_dir: str, db_url: str | None):
+    from quantroute.db.engine import init_db, make_engine
+    from quantroute.policy.store import PolicyStore
+
+    engine = make_engine(db_url)
+    init_db(engine)
+    return PolicyStore(Path(policies_dir), engine)
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def _guard(fn):
+    """Render the store's refusals as one clear line and exit 1 instead of a traceback."""
+    import functools
+
+    from quantroute.policy.store import PolicyStoreError
+
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            return fn(*a, **kw)
+        except PolicyValidationError as e:
+            click.echo(str(e), err=True)
+            sys.exit(1)
+        except PolicyStoreError as e:
+            _fail(str(e))
+
+    return wrapper
+
+
+@click.group()
+def policy() -> None:
+    """Policy versions: validate, explain a decision, write, diff, approve, activate, roll back."""
+
+
+@policy.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+def validate(file: str) -> None:
+    """Check a policy file; print every problem with its path (exit 1), or a one-line summary."""
+    try:
+        p = load_policy(file)
+    except PolicyValidationError as e:
+        click.echo(str(e), err=True)
+        sys.exit(1)
+    models = ", ".join(sorted(p.models()))
+    click.echo(f"ok: {file}: version {p.version}, {len(p.tiers)} tiers ({', '.join(t.value for t in p.tier_ladder())}), "
+               f"{len(p.rules)} rules, {len(p.thresholds)} thresholds, models: {models}, "
+               f"{len(p.canaries)} canary spec(s)")
+
+
+def _parse_headers(pairs: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for h in pairs:
+        if ":" not in h:
+            _fail(f"--header {h!r}: expected NAME:VALUE, e.g. x-priority:9")
+        k, v = h.split(":", 1)
+        out[k.strip().lower()] = v.strip()
+    return out
+
+
+@policy.command()
+@click.option("--request", "request_file", required=True, type=click.Path(dir_okay=False),
+              help="JSON file with an OpenAI request body ('-' for stdin)")
+@click.option("--policy", "policy_file", type=click.Path(dir_okay=False), help="policy file (default: active version)")
+@click.option("--header", "headers", multiple=True, help="request header NAME:VALUE (repeatable)")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object with score, tier, rules")
+@DIR_OPT
+@DB_OPT
+@_guard
+def explain(request_file: str, policy_file: str | None, headers: tuple[str, ...], as_json: bool,
+            policies_dir: str, db_url: str | None) -> None:
+    """Show how a policy scores one request: score, minimum tier, and the rules that fired."""
+    from quantroute.classify import RequestError, classify
+
+    p = load_policy(policy_file) if policy_file else _store(policies_dir, db_url).active()
+    raw = sys.stdin.read() if request_file == "-" else Path(request_file).read_text(encoding="utf-8")
+    try:
+        body = json.loads(raw)
+    except json.JSONDecodeError as e:
+        _fail(f"{request_file}: not valid JSON: {e}")
+    if isinstance(body, dict) and "body" in body and "model" not in body:
+        headers = headers + tuple(f"{k}:{v}" for k, v in (body.get("headers") or {}).items())
+        body = body["body"]  # a line of data/requests/labelled.jsonl
+    try:
+        d = classify(p, body, _parse_headers(headers))
+    except RequestError as e:
+        _fail(f"{request_file}: {e.message}")
+    if as_json:
+        click.echo(json.dumps({"score": d.score, "tier": d.tier.value, "policy_version": p.version,
+                               "output_estimate": d.output_estimate,
+                               "rules": [{"name": r.name, "weight": r.weight} for r in d.rules]}))
+        return
+    console = Console()
+    console.print(f"policy version {p.version}: score [bold]{d.score:g}[/] -> minimum tier [bold]{d.tier.value}[/]"
+                  f" (estimated output {d.output_estimate} tokens)")
+    if d.header_tier:
+        console.print(f"x-min-tier header asked for {d.header_tier.value}")
+    t = Table("rule", "weight", "description")
+    descr = {r.name: r.description for r in p.rules}
+    for r in d.rules:
+        t.add_row(r.name, f"{r.weight:+g}", descr.get(r.name, ""))
+    if d.rules:
+        console.print(t)
+    else:
+        console.print("no rule fired")
+
+
+@policy.command()
+@click.option("--parent", type=int, help="version to start from (default: the active version)")
+@click.option("--file", "file", type=click.Path(dir_okay=False), help="YAML with the new content (default: a copy of the parent)")
+@click.option("--author", required=True)
+@click.option("--message", "-m", required=True)
+@DIR_OPT
+@DB_OPT
+@_guard
+def new(parent: int | None, file: str | None, author: str, message: str, policies_dir: str, db_url: str | None) -> None:
+    """Write the next policy version (exclusive: a concurrent writer gets a conflict, nothing is overwritten)."""
+    store = _store(policies_dir, db_url)
+    parent = parent if parent is not None else store.active_version()
+    body = load_policy(file) if file else store.load(parent)
+    v = store.new(parent=parent, author=author, message=message, policy=body)
+    click.echo(f"wrote {store.path(v)} (version {v}, parent {parent}); it needs a reviewer's approval before activation")
+
+
+def _resolve(ref: str, store) -> "object":
+    if ref.isdigit():
+        return store.load(int(ref))
+    return load_policy(ref)
+
+
+@policy.command()
+@click.argument("a")
+@click.argument("b")
+@DIR_OPT
+@DB_OPT
+@_guard
+def diff(a: str, b: str, policies_dir: str, db_url: str | None) -> None:
+    """Semantic diff of two versions (numbers) or files: rules, thresholds, tiers, canaries, settings."""
+    from quantroute.policy.diff import diff_policies
+
+    store = _store(policies_dir, db_url)
+    changes = diff_policies(_resolve(a, store), _resolve(b, store))
+    if not changes:
+        click.echo("no semantic differences")
+        return
+    section = None
+    for c in changes:
+        if c.section != section:
+            section = c.section
+            click.echo(f"{section}:")
+        click.echo(f"  {c}")
+
+
+@policy.command()
+@click.argument("version", type=int)
+@click.option("--by", required=True, help="the reviewer (must not be the version's author)")
+@click.option("--comment", default="")
+@DIR_OPT
+@DB_OPT
+@_guard
+def approve(version: int, by: str, comment: str, policies_dir: str, db_url: str | None) -> None:
+    """Approve a version (by a reviewer who is not its author)."""
+    _store(policies_dir, db_url).approve(version, by=by, comment=comment)
+    click.echo(f"version {version} approved by {by}")
+
+
+@policy.command()
+@click.argument("version", type=int)
+@click.option("--by", required=True)
+@click.option("--emergency", is_flag=True, help="activate without approval (recorded as an emergency)")
+@click.option("--reason", default="")
+@DIR_OPT
+@DB_OPT
+@_guard
+def activate(version: int, by: str, emergency: bool, reason: str, policies_dir: str, db_url: str | None) -> None:
+    """Make an approved version active; routers reload it."""
+    prev = _store(policies_dir, db_url).activate(version, by=by, emergency=emergency, reason=reason)
+    click.echo(f"active: version {version} (was {prev}){' [emergency]' if emergency else ''}")
+
+
+@policy.command()
+@click.option("--by", required=True)
+@click.option("--to", "to", type=int, help="a version that was active before (default: the previous one)")
+@click.option("--reason", default="")
+@DIR_OPT
+@DB_OPT
+@_guard
+def rollback(by: str, to: int | None, reason: str, policies_dir: str, db_url: str | None) -> None:
+    """Activate the previous known-good version at once (no approval step)."""
+    store = _store(policies_dir, db_url)
+    before = store.active_version()
+    now = store.rollback(by=by, reason=reason, to=to)
+    click.echo(f"rolled back: version {now} active (was {before})")
+
+
+@policy.command()
+@DIR_OPT
+@DB_OPT
+@_guard
+def history(policies_dir: str, db_url: str | None) -> None:
+    """Every version with author, parent, approval and which one is active."""
+    t = Table("version", "parent", "author", "created", "approved by", "state", "message")
+    for v in _store(policies_dir, db_url).history():
+        state = "ACTIVE" if v.active else ("was active" if v.ever_active else "")
+        t.add_row(str(v.version), str(v.parent or ""), v.author, v.created_at.strftime("%Y-%m-%d %H:%M"),
+                  v.approved_by or "", state, v.message[:60])
+    Console().print(t)
+
+
+@policy.command()
+@click.argument("version", type=int, required=False)
+@DIR_OPT
+@DB_OPT
+@_guard
+def show(version: int | None, policies_dir: str, db_url: str | None) -> None:
+    """Print a version's YAML (default: the active one)."""
+    store = _store(policies_dir, db_url)
+    click.echo(store.path(version or store.active_version()).read_text(encoding="utf-8"))

@@ -1,0 +1,321 @@
+"""The policy schema: pydantic models are the single description of a policy YAML file.
+
+A policy version is desired state (which tiers a request may use, how sessions and canaries behave). What
+happened (approvals, activations, canary status) lives in the database, never in these files."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+
+from quantroute.tiers import TIER_ORDER, Tier
+
+
+class Strict(BaseModel):
+    # Unknown keys are mistakes in a hand-edited policy (a typo silently ignored is a routing bug).
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---- conditions -------------------------------------------------------------------------------------------
+
+class Range(Strict):
+    """Inclusive bounds; either may be omitted."""
+
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Range":
+        if self.min is None and self.max is None:
+            raise ValueError("give at least one of min or max")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
+        return self
+
+    def contains(self, x: float) -> bool:
+        return (self.min is None or x >= self.min) and (self.max is None or x <= self.max)
+
+
+Scope = Literal["system", "user", "messages", "prompt", "last_user"]
+
+
+class Keywords(Strict):
+    """Words (case-insensitive, matched on word boundaries) and/or regexes searched in one part of the request.
+    scope: system = system prompt(s); user = all user turns; last_user = the newest user turn;
+    messages = every message; prompt = the whole prompt text (all of the above, or a completions prompt)."""
+
+    any: list[str] = Field(default_factory=list)
+    regex: list[str] = Field(default_factory=list)
+    scope: Scope = "prompt"
+    min_matches: int = Field(default=1, ge=1)
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for i, p in enumerate(patterns):
+            try:
+                re.compile(p)
+            except re.error as e:
+                raise ValueError(f"regex[{i}] {p!r} does not compile: {e}") from None
+        return patterns
+
+    @model_validator(mode="after")
+    def _something(self) -> "Keywords":
+        if not self.any and not self.regex:
+            raise ValueError("give keywords in 'any' or patterns in 'regex'")
+        return self
+
+
+class TemperatureCond(Strict):
+    temperature: Range
+    # Clients that omit temperature get the server default (1.0 for OpenAI-compatible servers).
+    default: float = 1.0
+
+
+class KeywordsCond(Strict):
+    keywords: Keywords
+
+
+class OutputTokensCond(Strict):
+    """Requested max_tokens, or when absent the policy's estimate of the output length."""
+
+    output_tokens: Range
+
+
+class PriorityCond(Strict):
+    priority: Range  # x-priority header, 1-10
+
+
+class LatencyBudgetCond(Strict):
+    latency_budget_ms: Range  # x-latency-budget-ms header
+
+
+class EntropyCond(Strict):
+    entropy: Range  # Shannon entropy of the prompt's characters, bits per character
+
+
+class ToolsCond(Strict):
+    tools: bool  # request carries tools / functions
+
+
+class ResponseFormatCond(Strict):
+    response_format: list[Literal["json_schema", "json_object", "text"]] = Field(min_length=1)
+
+
+class StreamCond(Strict):
+    stream: bool
+
+
+class AllCond(Strict):
+    all: list["Condition"] = Field(min_length=1)
+
+
+class AnyCond(Strict):
+    any: list["Condition"] = Field(min_length=1)
+
+
+class NotCond(Strict):
+    not_: "Condition" = Field(alias="not")
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+CONDITION_KINDS: dict[str, type[Strict]] = {
+    "all": AllCond, "any": AnyCond, "not": NotCond, "temperature": TemperatureCond, "keywords": KeywordsCond,
+    "output_tokens": OutputTokensCond, "priority": PriorityCond, "latency_budget_ms": LatencyBudgetCond,
+    "entropy": EntropyCond, "tools": ToolsCond, "response_format": ResponseFormatCond, "stream": StreamCond,
+}
+
+
+def _condition_kind(value: object) -> str | None:
+    # The key present names the kind, so a bad condition gets errors for its own kind only,
+    # not one error per alternative of the union.
+    if isinstance(value, dict):
+        kinds = [k for k in value if k in CONDITION_KINDS]
+        return kinds[0] if len(kinds) == 1 else None
+    if isinstance(value, BaseModel):
+        return next(k for k, cls in CONDITION_KINDS.items() if isinstance(value, cls))
+    return None
+
+
+Condition = Annotated[
+    Union[tuple(Annotated[cls, Tag(k)] for k, cls in CONDITION_KINDS.items())],  # type: ignore[misc]
+    Discriminator(_condition_kind, custom_error_type="condition",
+                  custom_error_message="a condition needs exactly one of: " + ", ".join(CONDITION_KINDS)),
+]
+for _m in (AllCond, AnyCond, NotCond):
+    _m.model_rebuild()
+
+
+class Rule(Strict):
+    name: Annotated[str, Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9_.-]*$")]
+    description: str = ""
+    weight: float
+    when: Condition
+    enabled: bool = True
+
+
+# ---- tiers, deployments, thresholds ----------------------------------------------------------------------
+
+class TierSpec(Strict):
+    name: Tier
+    # logical model -> deployment ids of that model at this tier
+    deployments: dict[str, list[str]] = Field(default_factory=dict)
+    cost: float | None = Field(default=None, gt=0, description="relative cost per token, informative")
+
+
+class DeploymentMeta(Strict):
+    """Artifact metadata. A quantized checkpoint without calibration and eval metadata is untraceable."""
+
+    model: str
+    format: str = ""
+    method: str = "none"
+    calibration_set: str = ""
+    eval_suite: str = ""
+    checksum: str = ""
+
+
+class Threshold(Strict):
+    """A score at or above min_score requires at least `tier`."""
+
+    min_score: float
+    tier: Tier
+
+
+class OutputEstimate(Strict):
+    """How to estimate output length when the client sends no max_tokens."""
+
+    default_tokens: int = Field(default=256, ge=1)
+    long_keywords: list[str] = Field(default_factory=lambda: ["detailed", "comprehensive", "in depth",
+                                                              "essay", "report", "full implementation"])
+    long_tokens: int = Field(default=1500, ge=1)
+    # "write 3000 words" -> ~1.33 tokens per word
+    tokens_per_word: float = Field(default=1.33, gt=0)
+
+
+class Sessions(Strict):
+    affinity: bool = True
+    header: str = Field(default="x-session-id", min_length=1)
+    ttl_s: int = Field(default=3600, ge=1)
+    on_full: Literal["wait"] = "wait"
+    max_wait_ms: int = Field(default=2000, ge=0)
+    quiescence_s: int = Field(default=60, ge=0)
+
+
+class Escalation(Strict):
+    enabled: bool = True
+    max_tier: Tier = Tier.fp16  # the highest-fidelity tier an unpinned request may be escalated to
+
+
+class HeaderPolicy(Strict):
+    allow_lower: bool = False  # may x-min-tier lower the minimum tier below what the score requires?
+    priority_header: str = "x-priority"
+    latency_budget_header: str = "x-latency-budget-ms"
+    min_tier_header: str = "x-min-tier"
+
+
+class Guards(Strict):
+    max_error_rate: float = Field(default=0.02, ge=0, le=1)
+    max_p95_latency_ratio: float = Field(default=1.5, gt=0)
+    max_ttft_ratio: float = Field(default=1.5, gt=0)
+    window_s: int = Field(default=300, ge=1)
+    min_requests: int = Field(default=50, ge=1)
+    require_eval_pass: bool = True
+
+
+class CanarySpec(Strict):
+    model: str
+    baseline: str
+    candidate: str
+    steps: list[float] = Field(default_factory=lambda: [1, 5, 10, 25, 50, 100], min_length=1)
+    percent: float = Field(default=0, ge=0, le=100)
+    guards: Guards = Field(default_factory=Guards)
+    auto_advance_s: int | None = Field(default=None, ge=1)
+
+    @field_validator("steps")
+    @classmethod
+    def _steps(cls, steps: list[float]) -> list[float]:
+        for i, s in enumerate(steps):
+            if not 0 < s <= 100:
+                raise ValueError(f"steps[{i}] = {s}: each step is a percent in (0, 100]")
+        if any(b <= a for a, b in zip(steps, steps[1:])):
+            raise ValueError(f"steps must increase strictly, got {steps}")
+        return steps
+
+
+class FleetWarning(Strict):
+    top_tier_share: float = Field(default=0.7, gt=0, le=1)
+
+
+# ---- the policy -------------------------------------------------------------------------------------------
+
+class Policy(Strict):
+    version: int = Field(ge=1)
+    parent: int | None = None
+    author: str = Field(min_length=1)
+    created_at: datetime
+    message: str = ""
+    content_hash: str | None = None
+
+    tiers: list[TierSpec] = Field(min_length=1)
+    deployments: dict[str, DeploymentMeta] = Field(default_factory=dict)
+    rules: list[Rule] = Field(default_factory=list)
+    thresholds: list[Threshold] = Field(min_length=1)
+    output_estimate: OutputEstimate = Field(default_factory=OutputEstimate)
+    sessions: Sessions = Field(default_factory=Sessions)
+    escalation: Escalation = Field(default_factory=Escalation)
+    headers: HeaderPolicy = Field(default_factory=HeaderPolicy)
+    canaries: list[CanarySpec] = Field(default_factory=list)
+    fleet_warning: FleetWarning = Field(default_factory=FleetWarning)
+
+    # -- lookups used by the router, rollouts and the dashboard
+
+    def tier_ladder(self) -> list[Tier]:
+        return [t.name for t in self.tiers]
+
+    def models(self) -> set[str]:
+        return {m for t in self.tiers for m in t.deployments}
+
+    def deployments_for(self, model: str, tier: Tier) -> list[str]:
+        for t in self.tiers:
+            if t.name == tier:
+                return list(t.deployments.get(model, []))
+        return []
+
+    def deployment_tier(self, deployment: str) -> Tier | None:
+        for t in self.tiers:
+            for deps in t.deployments.values():
+                if deployment in deps:
+                    return t.name
+        return None
+
+    def deployment_model(self, deployment: str) -> str | None:
+        for t in self.tiers:
+            for model, deps in t.deployments.items():
+                if deployment in deps:
+                    return model
+        return None
+
+    def canary_for(self, model: str) -> CanarySpec | None:
+        return next((c for c in self.canaries if c.model == model), None)
+
+    def minimum_tier(self, score: float) -> Tier:
+        """The tier of the highest threshold the score reaches; below every threshold: the cheapest tier."""
+        best: Threshold | None = None
+        for th in self.thresholds:
+            if score >= th.min_score and (best is None or th.min_score > best.min_score):
+                best = th
+        if best is None:
+            return max(self.tier_ladder(), key=lambda t: t.rank)
+        return best.tier
+
+
+def tier_rank_ok(ladder: list[Tier]) -> bool:
+    return [t.rank for t in ladder] == sorted(t.rank for t in ladder)
+
+
+NEG_INF = -math.inf
+ALL_TIERS = TIER_ORDER

@@ -1,0 +1,99 @@
+import textwrap
+
+import pytest
+import yaml
+
+from quantroute.policy.loader import PolicyValidationError, load_policy, parse_policy, dump_policy
+from quantroute.tiers import Tier
+
+from tests.conftest import REPO
+
+DEFAULT = REPO / "policies" / "policy-0001.yaml"
+
+
+def base() -> dict:
+    return yaml.safe_load(DEFAULT.read_text())
+
+
+def issues_of(data) -> dict[str, str]:
+    with pytest.raises(PolicyValidationError) as ei:
+        parse_policy(yaml.safe_dump(data), "draft.yaml")
+    return {i.path: i.message for i in ei.value.issues}
+
+
+def test_shipped_default_is_valid():
+    p = load_policy(DEFAULT)
+    assert p.version == 1
+    assert p.tier_ladder() == [Tier.fp16, Tier.fp8, Tier.int8, Tier.int4]
+    assert p.deployment_tier("llama3-8b-instruct-awq-w4a16") == Tier.int4
+    assert p.canary_for("llama3-8b").candidate == "llama3-8b-instruct-awq-w4a16-v2"
+    assert p.fleet_warning.top_tier_share == 0.7
+
+
+def test_all_structural_errors_reported_at_once_with_paths():
+    d = base()
+    d["rules"][3]["when"] = {"output_tokens": {"min": 10, "max": 5}}
+    d["rules"][0]["when"]["all"][0]["temperature"]["maxx"] = 1
+    d["rules"][1]["weight"] = "heavy"
+    d["sessions"]["ttl_s"] = -1
+    d["surprise"] = True
+    d["thresholds"][0]["tier"] = "fp4"
+    found = issues_of(d)
+    assert "rules[3].when.output_tokens" in found and "min (10.0) must be <= max (5.0)" in found["rules[3].when.output_tokens"]
+    assert found["rules[0].when.all[0].temperature.maxx"] == "unknown key"
+    assert "rules[1].weight" in found
+    assert "sessions.ttl_s" in found
+    assert found["surprise"] == "unknown key"
+    assert "fp16" in found["thresholds[0].tier"] and "int4" in found["thresholds[0].tier"]
+
+
+def test_condition_with_unknown_kind_names_the_valid_kinds():
+    d = base()
+    d["rules"][0]["when"] = {"temprature": {"max": 0}}
+    msg = issues_of(d)["rules[0].when"]
+    assert "exactly one of" in msg and "temperature" in msg and "keywords" in msg
+
+
+def test_semantic_errors_all_at_once():
+    d = base()
+    d["rules"][1]["name"] = d["rules"][0]["name"]
+    d["tiers"].append({"name": "fp8", "deployments": {}})
+    d["thresholds"] = [{"min_score": 6, "tier": "int4"}, {"min_score": 0, "tier": "fp16"}]
+    d["canaries"][0]["percent"] = 7
+    d["canaries"][0]["candidate"] = "llama3-8b-nowhere"
+    d["deployments"]["orphan-dep"] = {"model": "llama3-8b"}
+    found = issues_of(d)
+    assert "duplicate rule name" in found["rules[1].name"]
+    assert "duplicate tier" in found["tiers[4].name"]
+    assert "not monotone" in found["thresholds[0]"]
+    assert "not 0 or one of the steps" in found["canaries[0].percent"]
+    assert "not listed by any tier" in found["canaries[0].candidate"]
+    assert "no tier lists" in found["deployments.orphan-dep"]
+    assert "fidelity order" in found["tiers"]
+
+
+def test_bad_regex_and_out_of_range_canary():
+    d = base()
+    d["rules"][0]["when"]["all"][1]["keywords"]["regex"].append("([unclosed")
+    d["canaries"][0]["steps"] = [1, 5, 150]
+    found = issues_of(d)
+    path = "rules[0].when.all[1].keywords.regex"
+    assert "does not compile" in found[path]
+    assert "(0, 100]" in found["canaries[0].steps"]
+
+
+def test_invalid_yaml_names_line():
+    with pytest.raises(PolicyValidationError) as ei:
+        parse_policy("version: 1\nrules: [\n  - a\n", "x.yaml")
+    assert ei.value.issues[0].path.startswith("line ")
+
+
+def test_dump_round_trip_carries_a_hash_that_detects_edits():
+    p = load_policy(DEFAULT)
+    text = dump_policy(p)
+    again = parse_policy(text)
+    assert again.rules == p.rules
+    tampered = text.replace("weight: 6.0", "weight: 7.0", 1)
+    with pytest.raises(PolicyValidationError) as ei:
+        parse_policy(tampered)
+    assert ei.value.issues[-1].path == "content_hash"

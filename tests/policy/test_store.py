@@ -1,0 +1,118 @@
+import threading
+
+import pytest
+import yaml
+from sqlmodel import Session
+
+from quantroute.db import audit
+from quantroute.policy.loader import PolicyValidationError, load_policy, parse_policy
+from quantroute.policy.store import PolicyConflictError, PolicyStore, PolicyStoreError, read_pointer
+
+from tests.conftest import REPO
+
+
+@pytest.fixture
+def store(tmp_path, engine):
+    d = tmp_path / "policies"
+    d.mkdir()
+    (d / "policy-0001.yaml").write_text((REPO / "policies" / "policy-0001.yaml").read_text())
+    return PolicyStore(d, engine)
+
+
+def edited(store, **changes):
+    p = store.load(1)
+    data = yaml.safe_load((store.dir / "policy-0001.yaml").read_text())
+    data.update(changes)
+    return parse_policy(yaml.safe_dump(data))
+
+
+def test_bootstrap_active_is_the_shipped_default(store):
+    assert store.active_version() == 1
+    assert store.active().version == 1
+
+
+def test_new_approve_activate_rollback_with_audit(store):
+    v = store.new(parent=1, author="olga", message="stricter", policy=edited(store, fleet_warning={"top_tier_share": 0.6}))
+    assert v == 2 and store.load(2).parent == 1 and store.load(2).author == "olga"
+    with pytest.raises(PolicyStoreError, match="not approved"):
+        store.activate(2, by="olga")
+    with pytest.raises(PolicyStoreError, match="different reviewer"):
+        store.approve(2, by="olga")
+    store.approve(2, by="rex")
+    with pytest.raises(PolicyStoreError, match="already approved"):
+        store.approve(2, by="rita")
+    assert store.activate(2, by="olga") == 1
+    assert store.active_version() == 2 and read_pointer(store.pointer_path) == 2
+    assert store.rollback(by="olga", reason="errors up") == 1
+    assert store.active_version() == 1 and read_pointer(store.pointer_path) == 1
+    with Session(store.engine) as s:
+        actions = [e.action for e in reversed(audit.list_events(s))]
+        last = audit.list_events(s)[0]
+    assert actions == ["policy.new", "policy.approve", "policy.activate", "policy.rollback"]
+    assert (last.version_before, last.version_after, last.detail) == (2, 1, {"reason": "errors up"})
+
+
+def test_emergency_activation_is_recorded(store):
+    store.new(parent=1, author="olga", message="hotfix", policy=store.load(1))
+    store.activate(2, by="olga", emergency=True, reason="INT4 nodes down")
+    with Session(store.engine) as s:
+        assert audit.list_events(s)[0].action == "policy.emergency"
+
+
+def test_rollback_only_to_known_good(store):
+    store.new(parent=1, author="a", message="x", policy=store.load(1))
+    store.new(parent=2, author="a", message="y", policy=store.load(1))
+    store.approve(3, by="b")
+    store.activate(3, by="b")
+    with pytest.raises(PolicyStoreError, match="never been active"):
+        store.rollback(by="b", to=2)
+    assert store.rollback(by="b") == 1
+
+
+def test_versions_are_immutable_files_and_hash_checked(store):
+    store.new(parent=1, author="a", message="x", policy=store.load(1))
+    path = store.path(2)
+    path.write_text(path.read_text().replace("max_wait_ms: 2000", "max_wait_ms: 9"))
+    with pytest.raises(PolicyValidationError, match="content_hash"):
+        store.load(2)
+
+
+def test_racing_writers_one_wins_other_gets_conflict(store, monkeypatch):
+    """Two writers that computed the same next number: exactly one file, one clean conflict."""
+    barrier = threading.Barrier(2)
+    real_versions = PolicyStore.versions
+    waited = threading.local()
+
+    def slow_versions(self):
+        out = real_versions(self)
+        if threading.current_thread().name.startswith("writer") and not getattr(waited, "done", False):
+            waited.done = True
+            barrier.wait(timeout=5)  # both read the same "newest" before either writes
+        return out
+
+    monkeypatch.setattr(PolicyStore, "versions", slow_versions)
+    results: dict[str, object] = {}
+
+    def write(name):
+        try:
+            results[name] = store.new(parent=None, author=name, message=name, policy=store.load(1))
+        except Exception as e:  # noqa: BLE001 - the test inspects which exception
+            results[name] = e
+
+    threads = [threading.Thread(target=write, args=(f"writer{i}",), name=f"writer{i}") for i in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    wins = [r for r in results.values() if r == 2]
+    conflicts = [r for r in results.values() if isinstance(r, PolicyConflictError)]
+    assert len(wins) == 1 and len(conflicts) == 1, results
+    assert "nothing was overwritten" in str(conflicts[0])
+    monkeypatch.setattr(PolicyStore, "versions", real_versions)
+    assert store.versions() == [1, 2]
+    assert not [p for p in store.dir.iterdir() if p.name.startswith(".policy-")]
+
+
+def test_invalid_policy_is_never_written(store):
+    bad = store.load(1).model_copy(update={"thresholds": []})
+    with pytest.raises(PolicyValidationError):
+        store.new(parent=1, author="a", message="bad", policy=bad)
+    assert store.versions() == [1]

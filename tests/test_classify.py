@@ -1,0 +1,106 @@
+import pytest
+
+from quantroute.classify import RequestError, char_entropy, classify, compile_policy
+from quantroute.policy.loader import load_policy
+from quantroute.tiers import Tier
+
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def policy():
+    return compile_policy(load_policy(REPO / "policies" / "policy-0001.yaml"))
+
+
+def chat(text, system=None, **kw):
+    msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": text}]
+    return {"model": "llama3-8b", "messages": msgs, **kw}
+
+
+def test_greedy_code_goes_to_fp16_and_names_the_rule(policy):
+    d = policy.classify(chat("Write a Python function that parses ISO dates", temperature=0), {})
+    assert d.tier == Tier.fp16 and "greedy-structured" in d.rule_names
+
+
+def test_creative_high_temperature_is_tolerant(policy):
+    d = policy.classify(chat("Write a short funny story about a cat on a train", temperature=1.0), {})
+    assert d.tier == Tier.int4 and d.rule_names == ["creative-high-temp"] and d.score == -3
+
+
+def test_neutral_work_lands_in_the_middle(policy):
+    d = policy.classify(chat("Summarize this: the meeting moved the launch to May."), {})
+    assert d.tier == Tier.int8 and d.rules == ()
+
+
+def test_long_output_raises_regardless_of_temperature(policy):
+    d = policy.classify(chat("Tell me about whales", temperature=1.2, max_tokens=2000), {})
+    assert "long-output" in d.rule_names and d.tier == Tier.fp16
+    est = policy.classify(chat("Write a 2000 word essay about whales", temperature=1.2), {})
+    assert est.output_estimate == 2660 and "long-output" in est.rule_names
+
+
+def test_headers_raise_but_never_lower(policy):
+    body = chat("Write a poem about autumn", temperature=1.0)
+    assert policy.classify(body, {"x-min-tier": "fp8"}).tier == Tier.fp8
+    greedy = chat("Compute the integral of x^2", temperature=0)
+    assert policy.classify(greedy, {"x-min-tier": "int4"}).tier == Tier.fp16
+    assert policy.classify(body, {"x-priority": "10"}).tier == Tier.fp8  # +6 priority, -3 creative
+    assert policy.classify(chat("Summarize the memo"), {"x-priority": "10"}).tier == Tier.fp16
+    assert policy.classify(body, {"x-priority": "2"}).score == -6
+
+
+def test_json_schema_and_tools_are_structured(policy):
+    rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+    d = policy.classify(chat("Extract the invoice fields", response_format=rf, temperature=0.5), {})
+    assert "structured-output" in d.rule_names
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    assert "structured-output" in policy.classify(chat("Weather in Oslo?", tools=tools), {}).rule_names
+
+
+def test_completions_prompt_string_list_and_token_ids(policy):
+    assert policy.classify({"model": "m", "prompt": "def add(a, b):", "temperature": 0}, {}, "completion").tier == Tier.fp16
+    assert policy.classify({"model": "m", "prompt": ["Once upon a time, a story", "x"], "temperature": 1}, {}).tier == Tier.int4
+    assert policy.classify({"model": "m", "prompt": [1, 2, 3]}, {}, "completion").tier == Tier.int8
+
+
+def test_list_of_parts_content(policy):
+    body = {"model": "m", "temperature": 0, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "Return JSON with keys a and b"},
+                                     {"type": "image_url", "image_url": {"url": "http://x"}}]}]}
+    assert "greedy-structured" in policy.classify(body, {}).rule_names
+
+
+@pytest.mark.parametrize("body,param", [
+    ({"model": "m"}, "messages"),
+    ({"model": "m", "messages": []}, "messages"),
+    ({"model": "m", "messages": [{"content": "hi"}]}, "messages"),
+    ({"model": "m", "messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
+    ({"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": "hot"}, "temperature"),
+    ({"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 3}, "temperature"),
+    ({"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 0}, "max_tokens"),
+    ({"messages": [{"role": "user", "content": "hi"}]}, "model"),
+])
+def test_malformed_requests_raise_typed_errors(policy, body, param):
+    with pytest.raises(RequestError) as ei:
+        policy.classify(body, {}, "chat")
+    assert ei.value.param == param
+
+
+def test_bad_headers_are_request_errors(policy):
+    with pytest.raises(RequestError, match="x-priority"):
+        policy.classify(chat("hi"), {"x-priority": "eleven"})
+    with pytest.raises(RequestError, match="x-min-tier"):
+        policy.classify(chat("hi"), {"x-min-tier": "fp4"})
+
+
+def test_entropy_prose_vs_code():
+    prose = "the quick brown fox jumps over the lazy dog and then it rests for a while " * 5
+    code = "def f(x):\n    return {'k': [x**2 + 3*x - 7, x // 2]}  # 0x1F; A-Z=42!\n" * 5
+    assert char_entropy("") == 0.0
+    assert char_entropy(prose) < char_entropy(code)
+    assert char_entropy("aaaa") == 0.0
+    assert abs(char_entropy("ab") - 1.0) < 1e-9
+
+
+def test_classify_accepts_plain_policy(policy):
+    assert classify(policy.policy, chat("hello there"), None).rule_names == ["casual-chat"]
