@@ -1,0 +1,171 @@
+"""Continuous batching for one simulated node: sequences wait until a batch slot (max_num_seqs) and KV-cache room
+are free, then every engine step emits one token to each running sequence. A step costs the capacity model's decode
+time for the current batch plus the prefill of the sequences admitted in it.
+
+Time runs on a simulated clock that advances by step costs; the loop sleeps so that wall time follows it scaled by
+`time_scale`. When the event loop falls behind (noisy machine, coarse timers) the next steps run without sleeping
+until it has caught up, so average pace, and therefore ratios between nodes, stay exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from quantroute.sim.metrics import NodeMetrics
+from quantroute.sim.text import Output
+
+# At most this much wall-clock lag is made up by running steps back to back; beyond it the clock skips ahead.
+MAX_CATCH_UP_S = 0.25
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """The node's costs in simulated seconds, from the capacity model."""
+
+    decode_step_s: Callable[[int, int], float]  # (batch, context tokens in the batch) -> seconds
+    prefill_s: Callable[[int], float]  # prompt tokens -> seconds
+    kv_capacity_tokens: int
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    finish_reason: str | None  # set on the last token
+
+
+@dataclass(eq=False)
+class Sequence:
+    prompt_tokens: int
+    output: Output
+    arrived: float = 0.0  # simulated clock
+    generated: int = 0
+    prefilled: bool = False
+    first_token_at: float | None = None
+    aborted: bool = False
+    tokens: asyncio.Queue = field(default_factory=asyncio.Queue)
+
+    @property
+    def total_steps(self) -> int:
+        return max(1, len(self.output.tokens))
+
+    @property
+    def kv_reserved(self) -> int:
+        # The simulator knows each output's length, so it reserves it up front and never has to preempt.
+        return self.prompt_tokens + self.total_steps
+
+    @property
+    def context(self) -> int:
+        return self.prompt_tokens + self.generated
+
+
+class NodeEngine:
+    def __init__(self, *, model: StepModel, max_num_seqs: int, time_scale: float, metrics: NodeMetrics,
+                 latency_factor: Callable[[], float] = lambda: 1.0):
+        self.model = model
+        self.max_num_seqs = max_num_seqs
+        self.time_scale = time_scale
+        self.metrics = metrics
+        self.latency_factor = latency_factor
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+        self.steps = 0
+        self._wake = asyncio.Event()
+        self._t0: float | None = None
+        self._sim = 0.0
+        metrics.bind_state(running=lambda: len(self.running), waiting=lambda: len(self.waiting),
+                           kv_usage=self.kv_usage)
+
+    # -- state -------------------------------------------------------------------------------------------
+    def kv_usage(self) -> float:
+        cap = self.model.kv_capacity_tokens
+        return min(1.0, sum(s.context for s in self.running) / cap) if cap else 0.0
+
+    def _wall_as_sim(self) -> float:
+        loop = asyncio.get_running_loop()
+        if self._t0 is None:
+            self._t0 = loop.time()
+        return (loop.time() - self._t0) / self.time_scale
+
+    # -- requests ----------------------------------------------------------------------------------------
+    def submit(self, seq: Sequence) -> Sequence:
+        seq.arrived = max(self._sim, self._wall_as_sim())
+        self.waiting.append(seq)
+        self._wake.set()
+        return seq
+
+    def abort(self, seq: Sequence) -> None:
+        seq.aborted = True
+        if seq in self.waiting:
+            self.waiting.remove(seq)
+        self._wake.set()
+
+    def _admit(self) -> list[Sequence]:
+        """FIFO admission while a batch slot and KV room for the whole sequence are free (an oversized
+        sequence still runs when alone, as vLLM would have refused to start rather than starve it)."""
+        admitted = []
+        reserved = sum(s.kv_reserved for s in self.running)
+        while self.waiting and len(self.running) < self.max_num_seqs:
+            seq = self.waiting[0]
+            if self.running and reserved + seq.kv_reserved > self.model.kv_capacity_tokens:
+                break
+            self.waiting.popleft()
+            self.running.append(seq)
+            reserved += seq.kv_reserved
+            self.metrics.queue_time.observe(max(0.0, self._sim - seq.arrived))
+            admitted.append(seq)
+        return admitted
+
+    # -- the loop ----------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            self.running = [s for s in self.running if not s.aborted]
+            now_sim = self._wall_as_sim()
+            self._sim = max(self._sim, now_sim - MAX_CATCH_UP_S / self.time_scale)
+            admitted = self._admit()
+            if not self.running:
+                self._wake.clear()
+                await self._wake.wait()
+                self._sim = max(self._sim, self._wall_as_sim())
+                continue
+            step = self.step_cost(admitted)
+            self._sim += step
+            delay = self._t0 + self._sim * self.time_scale - loop.time()
+            await asyncio.sleep(max(0.0, delay))
+            self._emit(step)
+
+    def step_cost(self, admitted: list[Sequence]) -> float:
+        """Decode for the whole batch plus prefill for the newly admitted sequences, times the fault knob."""
+        decode = self.model.decode_step_s(len(self.running), sum(s.context for s in self.running))
+        prefill = sum(self.model.prefill_s(s.prompt_tokens) for s in admitted)
+        for s in admitted:
+            s.prefilled = True
+            self.metrics.prompt_tokens.inc(s.prompt_tokens)
+        return (decode + prefill) * self.latency_factor()
+
+    def _emit(self, step: float) -> None:
+        self.steps += 1
+        still = []
+        for s in self.running:
+            if s.aborted:
+                continue
+            text = s.output.tokens[s.generated] if s.output.tokens else ""
+            s.generated += 1
+            done = s.generated >= s.total_steps
+            if s.first_token_at is None:
+                s.first_token_at = self._sim
+                self.metrics.ttft.observe(self._sim - s.arrived)
+            else:
+                self.metrics.itl.observe(step)
+            if s.output.tokens:
+                self.metrics.generation_tokens.inc()
+            s.tokens.put_nowait(Token(text, s.output.finish_reason if done else None))
+            if done:
+                self.metrics.e2e.observe(self._sim - s.arrived)
+                self.metrics.success(s.output.finish_reason)
+            else:
+                still.append(s)
+        self.running = still

@@ -1,0 +1,118 @@
+"""The simulator's quality model: for a prompt of an eval suite, a node answers the reference or a wrong answer
+with a per-tier, per-category error probability, decided by a hash so every run gives the same answers.
+
+Suite files are read as raw JSON lines, assuming only: `id`, `category`, `messages` (chat) or `prompt`,
+`reference` and optionally `wrong`. Items are indexed by the text of the last user message (or the prompt).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from quantroute.catalog import DATA_DIR
+from quantroute.tiers import Tier
+
+DEFAULT_SUITES = str(DATA_DIR / "evals" / "*.jsonl")
+
+
+class QualityTable(BaseModel):
+    """p_err by tier, then by category (`default` for categories not listed)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tiers: dict[Tier, dict[str, float]]
+
+    def p_err(self, tier: Tier, category: str) -> float:
+        row = self.tiers.get(tier) or self.tiers[Tier.int4]
+        return row.get(category, row.get("default", 0.0))
+
+
+def load_quality(path: Path = DATA_DIR / "quality.yaml") -> QualityTable:
+    return QualityTable.model_validate(yaml.safe_load(path.read_text()))
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    id: str
+    category: str
+    reference: str
+    wrong: str | None = None
+
+
+def content_text(content: Any) -> str:
+    """A chat message's text: a string, or the text parts of a list of content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def prompt_key(body: dict) -> str:
+    """What an eval item is recognised by: the last user message of a chat request, or the prompt."""
+    if "messages" in body:
+        users = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+        return content_text(users[-1].get("content")).strip() if users else ""
+    prompt = body.get("prompt")
+    if isinstance(prompt, list):
+        prompt = prompt[0] if prompt and isinstance(prompt[0], str) else ""
+    return (prompt or "").strip()
+
+
+def load_suites(pattern: str = DEFAULT_SUITES) -> dict[str, EvalItem]:
+    """Index every item of every matching JSONL file by its prompt key; lines without the fields are skipped."""
+    index: dict[str, EvalItem] = {}
+    for path in sorted(glob.glob(pattern)):
+        for line in Path(path).read_text().splitlines():
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if not isinstance(raw, dict) or "reference" not in raw or "id" not in raw:
+                continue
+            key = prompt_key(raw)
+            if key:
+                index[key] = EvalItem(id=str(raw["id"]), category=str(raw.get("category", "default")),
+                                      reference=str(raw["reference"]), wrong=raw.get("wrong"))
+    return index
+
+
+def unit_hash(*parts: object) -> float:
+    """A number in [0, 1) fixed by its inputs."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def corrupt(reference: str) -> str:
+    """A deterministic wrong variant of a reference: broken JSON, a dropped line of code, a changed digit."""
+    text = reference.strip()
+    try:
+        json.loads(text)
+        return text[:-1]
+    except ValueError:
+        pass
+    lines = reference.splitlines()
+    if len(lines) > 2:
+        del lines[len(lines) // 2]
+        return "\n".join(lines)
+    digits = list(re.finditer(r"\d", reference))
+    if digits:
+        i = digits[-1].start()
+        return reference[:i] + str((int(reference[i]) + 1) % 10) + reference[i + 1:]
+    return "I am not able to answer that."
+
+
+def answer(item: EvalItem, *, tier: Tier, deployment_id: str, table: QualityTable, seed: int = 0) -> tuple[str, bool]:
+    """(answer text, whether it is the reference) for one deployment; the same inputs give the same answer."""
+    if unit_hash(seed, item.id, deployment_id) >= table.p_err(tier, item.category):
+        return item.reference, True
+    return (item.wrong if item.wrong else corrupt(item.reference)), False

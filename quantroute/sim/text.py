@@ -1,0 +1,73 @@
+"""What a simulated node says and how many tokens it counts: a crude tokenizer (a word with its leading space is a
+token), deterministic filler text, and the rules vLLM applies to an output (max_tokens, stop, ignore_eos)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from quantroute.sim.quality import content_text, unit_hash
+
+_TOKEN = re.compile(r"\s*\S+|\s+")
+_WORDS = ("the model serves each request at the tier its policy allows while the fleet keeps enough "
+          "capacity for sessions that need full precision and the cheaper nodes absorb tolerant traffic "
+          "so that latency stays low memory bandwidth decides the speed of every decode step batch "
+          "cache tokens quality routing canary rollout evaluation").split()
+
+
+def split_tokens(text: str) -> list[str]:
+    """Pieces whose concatenation is `text` exactly; one per simulated token."""
+    return _TOKEN.findall(text)
+
+
+def count_tokens(text: str) -> int:
+    """Prompt tokens, at about 4 characters per token like BPE tokenizers on English."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+def prompt_tokens(body: dict) -> int:
+    if "messages" in body:
+        # Each message adds a few template tokens (role header, end-of-turn), as chat templates do.
+        return sum(count_tokens(content_text(m.get("content"))) + 4 for m in body["messages"]) + 1
+    prompt = body.get("prompt") or ""
+    return count_tokens(prompt if isinstance(prompt, str) else " ".join(map(str, prompt)))
+
+
+def filler(key: str, n: int) -> list[str]:
+    """`n` tokens of deterministic prose chosen by `key`."""
+    out = []
+    for i in range(n):
+        word = _WORDS[int(unit_hash(key, i) * len(_WORDS))]
+        start = i == 0 or out[-1].endswith(".")
+        word = word.capitalize() if start else word
+        end = unit_hash(key, i, "end") < 0.08
+        out.append((" " if i else "") + word + ("." if end or i == n - 1 else ""))
+    return out
+
+
+@dataclass(frozen=True)
+class Output:
+    tokens: list[str]
+    finish_reason: str  # "stop" or "length", as vLLM reports them
+
+    @property
+    def text(self) -> str:
+        return "".join(self.tokens)
+
+
+def plan_output(*, key: str, answer: str | None, max_tokens: int, stop: list[str], ignore_eos: bool) -> Output:
+    """The tokens a node emits: the answer (or filler of a length fixed by `key`), continued past end-of-sequence
+    only with ignore_eos, cut at max_tokens ("length") or before the first stop string ("stop")."""
+    tokens = split_tokens(answer) if answer is not None else filler(key, 16 + int(unit_hash(key, "len") * 144))
+    if ignore_eos and len(tokens) < max_tokens:
+        tokens += [" " + t.lstrip() for t in filler(key + "#more", max_tokens - len(tokens))]
+    finish = "stop"
+    if len(tokens) >= max_tokens:
+        finish = "length" if (len(tokens) > max_tokens or ignore_eos) else "stop"
+        tokens = tokens[:max_tokens]
+    text = "".join(tokens)
+    cuts = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+    if cuts:
+        return Output(split_tokens(text[: min(cuts)]), "stop")
+    return Output(tokens, finish)
