@@ -11,6 +11,11 @@ import click
 COMMANDS: dict[str, str] = {
     "policy": "quantroute.cli.policy:policy",
     "db": "quantroute.cli.db:db",
+    "eval": "quantroute.cli.eval:eval_group",
+    "sim": "quantroute.cli.sim:sim",
+    "capacity": "quantroute.cli.capacity:capacity",
+    "router": "quantroute.cli.router:router",
+    "node": "quantroute.cli.node:node",
 }
 
 

@@ -26,6 +26,7 @@ from quantroute.router.proxy import Forwarder, Outcome
 from quantroute.router.reload import PolicyHolder
 from quantroute.router.requestlog import RequestLogWriter
 from quantroute.router.sessions import PinStore
+from quantroute.router.upstream import FastUpstream, HttpxUpstream
 from quantroute.router.settings import RouterSettings
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,9 @@ class Router:
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=512, keepalive_expiry=30)
         timeout = httpx.Timeout(s.upstream_timeout_s, connect=s.connect_timeout_s)
         self.client = httpx.AsyncClient(transport=self.transport, limits=limits, timeout=timeout)
-        self.forwarder = Forwarder(self.client, self.fleet, retries=s.retries,
+        self.upstream = (HttpxUpstream(self.client) if self.transport is not None else
+                         FastUpstream(connect_timeout=s.connect_timeout_s, timeout=s.upstream_timeout_s))
+        self.forwarder = Forwarder(self.upstream, self.fleet, retries=s.retries,
                                    on_upstream_error=self._upstream_error)
         await asyncio.to_thread(self.holder.load_initial)
         await asyncio.to_thread(load_nodes, self)
@@ -86,6 +89,7 @@ class Router:
         except Exception as e:  # noqa: BLE001
             log.warning("final request log flush failed: %s", e)
         if self.client is not None:
+            await self.upstream.aclose()
             await self.client.aclose()
 
     def _policy_changed(self, active) -> None:

@@ -75,6 +75,8 @@ class Decider:
 
     # -- the decision ----------------------------------------------------------------------------------------
     async def decide(self, ap: ActivePolicy, body: dict, headers: Mapping[str, str], kind: str) -> Route:
+        if not isinstance(body, dict):
+            raise BadRequest("the request body must be a JSON object")
         requested = body.get("model")
         sessions = ap.policy.sessions
         if not isinstance(requested, str) or not requested:

@@ -10,11 +10,11 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-import httpx
 import orjson
 
 from quantroute.router.errors import UpstreamFailed
 from quantroute.router.nodes import Fleet, Node
+from quantroute.router.upstream import UpstreamError
 
 # Client headers worth passing on; everything else (host, length, encodings, hop-by-hop) is ours to set.
 FORWARD_HEADERS = frozenset({b"authorization", b"content-type", b"accept", b"x-request-id", b"traceparent",
@@ -63,8 +63,8 @@ def usage_from(body: bytes) -> tuple[int | None, int | None]:
 
 
 class Forwarder:
-    def __init__(self, client: httpx.AsyncClient, fleet: Fleet, *, retries: int, on_upstream_error=None) -> None:
-        self.client = client
+    def __init__(self, upstream, fleet: Fleet, *, retries: int, on_upstream_error=None) -> None:
+        self.upstream = upstream  # FastUpstream or HttpxUpstream
         self.fleet = fleet
         self.retries = retries
         self.on_upstream_error = on_upstream_error  # (tier, kind) -> None
@@ -100,25 +100,24 @@ class Forwarder:
     async def _attempt(self, node: Node, path: str, body: bytes, headers, send: Send, response_headers,
                        started: float, out: Outcome) -> bool:
         """True when a response (any status < 500) went to the client; False to retry elsewhere."""
-        req = self.client.build_request("POST", node.url + path, content=body, headers=headers)
         try:
-            resp = await self.client.send(req, stream=True)
-        except httpx.TransportError as e:
-            self._failed(node, "connect", f"{type(e).__name__}: {e}", out)
+            resp = await self.upstream.post(node.url, path, body, headers)
+        except UpstreamError as e:
+            self._failed(node, "connect", str(e), out)
             return False
         try:
             if resp.status_code >= 500:
                 await resp.aread()
                 self._failed(node, "5xx", f"node answered {resp.status_code}", out)
                 return False
-            ctype = resp.headers.get("content-type", "application/json").encode()
+            ctype = resp.header(b"content-type", b"application/json")
             if ctype.startswith(b"text/event-stream"):
                 await self._stream(resp, node, ctype, send, response_headers, started, out)
             else:
                 try:
                     data = await resp.aread()
-                except httpx.TransportError as e:
-                    self._failed(node, "read", f"{type(e).__name__}: {e}", out)
+                except UpstreamError as e:
+                    self._failed(node, "read", str(e), out)
                     return False
                 out.status = resp.status_code
                 out.committed = True
@@ -129,12 +128,13 @@ class Forwarder:
                 await send({"type": "http.response.body", "body": data})
                 if resp.status_code == 200:
                     out.prompt_tokens, out.completion_tokens = usage_from(data)
-            self.fleet.record_success(node) if node.failures else None
+            if node.failures:
+                self.fleet.record_success(node)
             return True
         finally:
             await resp.aclose()
 
-    async def _stream(self, resp: httpx.Response, node: Node, ctype: bytes, send: Send, response_headers,
+    async def _stream(self, resp, node: Node, ctype: bytes, send: Send, response_headers,
                       started: float, out: Outcome) -> None:
         out.status = resp.status_code
         out.committed = True
@@ -148,9 +148,9 @@ class Forwarder:
                 if b'"usage"' in chunk:
                     tail = chunk
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        except httpx.TransportError as e:
+        except UpstreamError as e:
             # Bytes already went out: the stream ends early and the client sees it end; no retry possible.
-            out.error = f"stream broken: {type(e).__name__}: {e}"
+            out.error = f"stream broken: {e}"
             self._count(node, "stream")
         await send({"type": "http.response.body", "body": b""})
         if tail:

@@ -1,0 +1,36 @@
+"""`quantroute router`: serve the router with uvicorn (httptools + uvloop)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("router")
+@click.option("--policies", "policies_dir", type=click.Path(path_type=Path), default=None,
+              help="Directory with policy-NNNN.yaml and the 'active' pointer [policies/]")
+@click.option("--fleet", "fleet_file", type=click.Path(path_type=Path, exists=True), default=None,
+              help="Fleet YAML with the nodes known at start")
+@click.option("--host", default=None, help="Bind address [127.0.0.1]")
+@click.option("--port", type=int, default=None, help="Port [8080]")
+@click.option("--db", "db_url", default=None, help="Database URL [$DATABASE_URL or sqlite:///data/quantroute.db]")
+@click.option("--admin-token", default=None, help="Bearer token for /admin/* [$QUANTROUTE_ROUTER_ADMIN_TOKEN]")
+@click.option("--no-db", is_flag=True, help="Run without a database (pins in memory, no request log)")
+@click.option("--log-level", default="warning", show_default=True)
+def router(no_db: bool, log_level: str, **opts) -> None:
+    """Serve the OpenAI-compatible, precision-tiered router."""
+    import logging
+
+    import uvicorn
+
+    from quantroute.router.app import create_app
+    from quantroute.router.settings import RouterSettings
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = RouterSettings(**{k: v for k, v in opts.items() if v is not None})
+    app = create_app(settings, use_db=not no_db)
+    click.echo(f"quantroute router on http://{settings.host}:{settings.port} "
+               f"(policies {settings.policies_dir}, fleet {settings.fleet_file or '-'})", err=True)
+    uvicorn.run(app, host=settings.host, port=settings.port, http="httptools", loop="uvloop",
+                log_level=log_level, access_log=False, timeout_graceful_shutdown=5)

@@ -1,0 +1,223 @@
+"""A lean HTTP/1.1 client for the hot path: keep-alive connection pools per node on asyncio protocols,
+responses parsed by httptools (the parser uvicorn uses).
+
+Why not httpx here: on this path it costs more than the rest of the router together (pool bookkeeping,
+header models, anyio streams). httpx remains the client for probes and admin calls, and tests that inject
+an httpx transport get the httpx path (`HttpxUpstream`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+import httptools
+import httpx
+
+
+class UpstreamError(Exception):
+    """Connect failure or a broken connection; retryable when nothing reached the client yet."""
+
+
+class _Conn(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.status = 0
+        self.closed = False
+        self.reusable = False
+        self._headers_done: asyncio.Future | None = None
+
+    # protocol callbacks
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as e:
+            self._fail(UpstreamError(f"bad HTTP from node: {e}"))
+
+    def connection_lost(self, exc) -> None:
+        self.closed = True
+        self._fail(UpstreamError(f"connection closed by node{': ' + str(exc) if exc else ''}"))
+
+    def _fail(self, err: Exception) -> None:
+        if self._headers_done is not None and not self._headers_done.done():
+            self._headers_done.set_exception(err)
+        self.queue.put_nowait(err)
+
+    # parser callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name.lower(), value))
+
+    def on_headers_complete(self) -> None:
+        self.status = self.parser.get_status_code()
+        if self._headers_done is not None and not self._headers_done.done():
+            self._headers_done.set_result(None)
+
+    def on_body(self, body: bytes) -> None:
+        self.queue.put_nowait(body)
+
+    def on_message_complete(self) -> None:
+        self.reusable = self.parser.should_keep_alive()
+        self.queue.put_nowait(None)
+
+    # request
+    def start(self, head: bytes, body: bytes) -> asyncio.Future:
+        self.headers = []
+        self.status = 0
+        self.reusable = False
+        self.parser = httptools.HttpResponseParser(self)
+        self._headers_done = asyncio.get_running_loop().create_future()
+        self.transport.write(head + body)  # type: ignore[union-attr]
+        return self._headers_done
+
+
+class Response:
+    """Status and headers are ready; iterate `aiter_raw()` for the body. Always `aclose()`."""
+
+    def __init__(self, pool: "Pool", conn: _Conn) -> None:
+        self.pool = pool
+        self.conn = conn
+        self.status_code = conn.status
+        self._headers = conn.headers
+        self._done = False
+
+    def header(self, name: bytes, default: bytes = b"") -> bytes:
+        for k, v in self._headers:
+            if k == name:
+                return v
+        return default
+
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
+        q = self.conn.queue
+        while True:
+            item = q.get_nowait() if not q.empty() else await q.get()
+            if item is None:
+                self._done = True
+                return
+            if isinstance(item, Exception):
+                raise item
+            yield item
+
+    async def aread(self) -> bytes:
+        return b"".join([c async for c in self.aiter_raw()])
+
+    async def aclose(self) -> None:
+        conn, self.conn = self.conn, None  # type: ignore[assignment]
+        if conn is None:
+            return
+        if self._done and conn.reusable and not conn.closed and conn.queue.empty():
+            self.pool.idle.append(conn)
+        elif conn.transport is not None:
+            conn.transport.close()
+
+
+class Pool:
+    """Keep-alive connections to one node."""
+
+    def __init__(self, base_url: str, connect_timeout: float, max_idle: int = 256) -> None:
+        u = urlsplit(base_url)
+        self.host, self.port = u.hostname or "127.0.0.1", u.port or 80
+        self.host_header = (u.netloc or self.host).encode()
+        self.prefix = u.path.rstrip("/").encode()
+        self.connect_timeout = connect_timeout
+        self.idle: deque[_Conn] = deque(maxlen=max_idle)
+
+    async def _connect(self) -> _Conn:
+        loop = asyncio.get_running_loop()
+        try:
+            _, conn = await asyncio.wait_for(loop.create_connection(_Conn, self.host, self.port),
+                                             self.connect_timeout)
+        except (OSError, asyncio.TimeoutError) as e:
+            raise UpstreamError(f"connect to {self.host}:{self.port} failed: {type(e).__name__}: {e}") from None
+        return conn
+
+    async def post(self, path: bytes, body: bytes, headers: list[tuple[bytes, bytes]], timeout: float) -> Response:
+        head = b"".join([b"POST ", self.prefix, path, b" HTTP/1.1\r\nhost: ", self.host_header,
+                         b"\r\ncontent-length: ", str(len(body)).encode(), b"\r\n",
+                         *[k + b": " + v + b"\r\n" for k, v in headers], b"\r\n"])
+        while self.idle:
+            conn = self.idle.pop()
+            if conn.closed:
+                continue
+            try:
+                await asyncio.wait_for(conn.start(head, body), timeout)
+            except UpstreamError:
+                # A kept-alive connection the node closed meanwhile: the request never reached it; use a new one.
+                continue
+            return Response(self, conn)
+        conn = await self._connect()
+        try:
+            await asyncio.wait_for(conn.start(head, body), timeout)
+        except asyncio.TimeoutError:
+            conn.transport.close()  # type: ignore[union-attr]
+            raise UpstreamError("node sent no response headers in time") from None
+        return Response(self, conn)
+
+    def close(self) -> None:
+        while self.idle:
+            c = self.idle.pop()
+            if c.transport is not None:
+                c.transport.close()
+
+
+class FastUpstream:
+    def __init__(self, *, connect_timeout: float, timeout: float) -> None:
+        self.connect_timeout = connect_timeout
+        self.timeout = timeout
+        self.pools: dict[str, Pool] = {}
+
+    async def post(self, base_url: str, path: str, body: bytes, headers: list[tuple[bytes, bytes]]) -> Response:
+        pool = self.pools.get(base_url)
+        if pool is None:
+            pool = self.pools[base_url] = Pool(base_url, self.connect_timeout)
+        return await pool.post(path.encode(), body, headers, self.timeout)
+
+    async def aclose(self) -> None:
+        for p in self.pools.values():
+            p.close()
+
+
+class _HttpxResponse:
+    def __init__(self, resp: httpx.Response) -> None:
+        self.resp = resp
+        self.status_code = resp.status_code
+
+    def header(self, name: bytes, default: bytes = b"") -> bytes:
+        v = self.resp.headers.get(name.decode())
+        return v.encode() if v is not None else default
+
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
+        try:
+            async for c in self.resp.aiter_raw():
+                yield c
+        except httpx.TransportError as e:
+            raise UpstreamError(f"{type(e).__name__}: {e}") from None
+
+    async def aread(self) -> bytes:
+        return b"".join([c async for c in self.aiter_raw()])
+
+    async def aclose(self) -> None:
+        await self.resp.aclose()
+
+
+class HttpxUpstream:
+    """The same interface over an httpx client (used when a test injects an httpx transport)."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+
+    async def post(self, base_url: str, path: str, body: bytes, headers: list[tuple[bytes, bytes]]):
+        req = self.client.build_request("POST", base_url + path, content=body, headers=headers)
+        try:
+            return _HttpxResponse(await self.client.send(req, stream=True))
+        except httpx.TransportError as e:
+            raise UpstreamError(f"{type(e).__name__}: {e}") from None
+
+    async def aclose(self) -> None:
+        pass
