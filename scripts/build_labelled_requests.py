@@ -55,7 +55,7 @@ def tool(name: str, description: str, properties: dict, required: list[str]) -> 
         "type": "object", "properties": properties, "required": required}}}
 
 
-S, N, I, B, A = ({"type": "string"}, {"type": "number"}, {"type": "integer"}, {"type": "boolean"},
+S, N, I, A = ({"type": "string"}, {"type": "number"}, {"type": "integer"},
                  lambda item: {"type": "array", "items": item})
 
 # ---------------------------------------------------------------------------------------------------------
