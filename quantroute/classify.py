@@ -11,10 +11,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+import ahocorasick
 import numpy as np
 
 from quantroute.policy.model import (AllCond, AnyCond, EntropyCond, KeywordsCond, LatencyBudgetCond, NotCond,
-                                     OutputTokensCond, Policy, PriorityCond, ResponseFormatCond, StreamCond,
+                                     OutputTokensCond, Policy, PriorityCond, PromptCharsCond, ResponseFormatCond, StreamCond,
                                      TemperatureCond, ToolsCond)
 from quantroute.tiers import Tier, parse_tier
 
@@ -75,10 +76,11 @@ def _content_text(content: Any, where: str) -> str:
 class RequestView:
     """What the rules read from one request; text per scope and entropy are computed on first use."""
 
-    __slots__ = ("body", "system", "user", "last_user", "messages", "prompt", "_entropy", "temperature",
-                 "max_tokens", "priority", "latency_budget_ms", "header_tier")
+    __slots__ = ("body", "system", "user", "last_user", "messages", "prompt", "_entropy", "_hits", "_index",
+                 "temperature", "max_tokens", "priority", "latency_budget_ms", "header_tier")
 
-    def __init__(self, body: Any, headers: Mapping[str, str], policy: Policy, kind: str | None):
+    def __init__(self, body: Any, headers: Mapping[str, str], policy: Policy, kind: str | None,
+                 index: "KeywordIndex | None" = None):
         if not isinstance(body, dict):
             raise RequestError("the request body must be a JSON object")
         self.body = body
@@ -87,6 +89,8 @@ class RequestView:
             raise RequestError("'model' is required and must be a non-empty string", "model")
         self._split_text(body, kind)
         self._entropy: float | None = None
+        self._hits: dict[str, frozenset[str]] = {}
+        self._index = index
         self.temperature = _number(body, "temperature", 0.0, 2.0)
         mt = body.get("max_completion_tokens", body.get("max_tokens"))
         if mt is not None and (isinstance(mt, bool) or not isinstance(mt, int) or mt < 1):
@@ -137,6 +141,13 @@ class RequestView:
     def text(self, scope: str) -> str:
         return getattr(self, scope)
 
+    def hits(self, scope: str) -> frozenset[str]:
+        """Policy keywords present in this scope's text as whole words (computed once per scope)."""
+        h = self._hits.get(scope)
+        if h is None:
+            h = self._hits[scope] = self._index.scan(scope, getattr(self, scope)) if self._index else frozenset()
+        return h
+
     @property
     def entropy(self) -> float:
         if self._entropy is None:
@@ -144,14 +155,22 @@ class RequestView:
         return self._entropy
 
 
+ENTROPY_SAMPLE = 1024
+
+
 def char_entropy(text: str) -> float:
-    """Shannon entropy of the UTF-8 bytes, in bits per byte (prose ~4.2, code/math/JSON ~4.6-5.2)."""
+    """Shannon entropy of the UTF-8 bytes, in bits per byte (prose ~4.2, code/math/JSON ~4.6-5.2).
+    Long prompts are estimated from their first and last 512 bytes: the figure converges long before
+    32 KB and the classifier must stay in microseconds."""
     data = text.encode("utf-8")
-    if not data:
+    if len(data) > ENTROPY_SAMPLE:
+        half = ENTROPY_SAMPLE // 2
+        data = data[:half] + data[-half:]
+    n = len(data)
+    if not n:
         return 0.0
-    counts = np.bincount(np.frombuffer(data, dtype=np.uint8), minlength=256)
-    p = counts[counts > 0] / len(data)
-    return float(-(p * np.log2(p)).sum())
+    counts = np.bincount(np.frombuffer(data, dtype=np.uint8)).tolist()
+    return math.log2(n) - sum(c * math.log2(c) for c in counts if c) / n
 
 
 def _number(body: dict, key: str, lo: float, hi: float) -> float | None:
@@ -184,21 +203,21 @@ def _header_number(headers: Mapping[str, str], name: str, lo: float, hi: float |
 Pred = Callable[[RequestView, int], bool]  # (view, output estimate) -> matched
 
 
-def _compile(cond: Any) -> Pred:
+def _compile(cond: Any, index: KeywordIndex) -> Pred:
     if isinstance(cond, AllCond):
-        subs = [_compile(c) for c in cond.all]
+        subs = [_compile(c, index) for c in cond.all]
         return lambda v, o: all(s(v, o) for s in subs)
     if isinstance(cond, AnyCond):
-        subs = [_compile(c) for c in cond.any]
+        subs = [_compile(c, index) for c in cond.any]
         return lambda v, o: any(s(v, o) for s in subs)
     if isinstance(cond, NotCond):
-        sub = _compile(cond.not_)
+        sub = _compile(cond.not_, index)
         return lambda v, o: not sub(v, o)
     if isinstance(cond, TemperatureCond):
         rng, default = cond.temperature, cond.default
         return lambda v, o: rng.contains(default if v.temperature is None else v.temperature)
     if isinstance(cond, KeywordsCond):
-        return _compile_keywords(cond)
+        return _compile_keywords(cond, index)
     if isinstance(cond, OutputTokensCond):
         rng = cond.output_tokens
         return lambda v, o: rng.contains(o)
@@ -217,29 +236,66 @@ def _compile(cond: Any) -> Pred:
     if isinstance(cond, ResponseFormatCond):
         kinds = set(cond.response_format)
         return lambda v, o: _response_format(v.body) in kinds
+    if isinstance(cond, PromptCharsCond):
+        rng, scope = cond.prompt_chars, cond.scope
+        return lambda v, o: rng.contains(len(v.text(scope)))
     if isinstance(cond, StreamCond):
         want = cond.stream
         return lambda v, o: bool(v.body.get("stream")) == want
     raise TypeError(f"unknown condition {type(cond).__name__}")  # unreachable: the schema forbids it
 
 
-def _compile_keywords(cond: KeywordsCond) -> Pred:
+def _compile_keywords(cond: KeywordsCond, index: "KeywordIndex") -> Pred:
     kw = cond.keywords
-    alts = [r"(?<!\w)" + re.escape(w) + r"(?!\w)" for w in kw.any] + [f"(?:{p})" for p in kw.regex]
-    rx = re.compile("|".join(alts), re.IGNORECASE)
+    words = frozenset(index.add(kw.scope, w) for w in kw.any if w)
+    rx = re.compile("|".join(f"(?:{p})" for p in kw.regex), re.IGNORECASE) if kw.regex else None
     scope, need = kw.scope, kw.min_matches
-    if need == 1:
-        return lambda v, o: rx.search(v.text(scope)) is not None
 
-    def at_least(v: RequestView, o: int) -> bool:
-        found = set()
-        for m in rx.finditer(v.text(scope)):
-            found.add(m.group(0).lower())
-            if len(found) >= need:
-                return True
-        return False
+    def matches(v: RequestView, o: int) -> bool:
+        found = len(words & v.hits(scope)) if words else 0
+        if found >= need or rx is None:
+            return found >= need
+        if need == 1:
+            return rx.search(v.text(scope)) is not None
+        return found + len({m.group(0).lower() for m in rx.finditer(v.text(scope))}) >= need
 
-    return at_least
+    return matches
+
+
+class KeywordIndex:
+    """One Aho-Corasick automaton per scope over every keyword of every rule: a request's text is scanned
+    once per scope, however many rules and keywords the policy has."""
+
+    def __init__(self) -> None:
+        self._words: dict[str, set[str]] = {}
+        self._automata: dict[str, ahocorasick.Automaton] = {}
+
+    def add(self, scope: str, word: str) -> str:
+        w = word.lower()
+        self._words.setdefault(scope, set()).add(w)
+        return w
+
+    def build(self) -> None:
+        for scope, words in self._words.items():
+            a = ahocorasick.Automaton()
+            for w in words:
+                a.add_word(w, w)
+            a.make_automaton()
+            self._automata[scope] = a
+
+    def scan(self, scope: str, text: str) -> frozenset[str]:
+        a = self._automata.get(scope)
+        if a is None or not text:
+            return frozenset()
+        low = text.lower()
+        n = len(low)
+        hits = set()
+        for end, w in a.iter(low):
+            start = end - len(w) + 1
+            # whole words only: "hi" must not fire inside "this"
+            if (start == 0 or not low[start - 1].isalnum()) and (end + 1 == n or not low[end + 1].isalnum()):
+                hits.add(w)
+        return frozenset(hits)
 
 
 def _response_format(body: dict) -> str | None:
@@ -257,7 +313,9 @@ class CompiledPolicy:
 
     def __init__(self, policy: Policy):
         self.policy = policy
-        self.rules = [(r.name, r.weight, _compile(r.when)) for r in policy.rules if r.enabled]
+        self.keywords = KeywordIndex()
+        self.rules = [(r.name, r.weight, _compile(r.when, self.keywords)) for r in policy.rules if r.enabled]
+        self.keywords.build()
         est = policy.output_estimate
         self._long_rx = (re.compile("|".join(re.escape(w) for w in est.long_keywords), re.IGNORECASE)
                          if est.long_keywords else None)
@@ -274,7 +332,7 @@ class CompiledPolicy:
         return est.default_tokens
 
     def classify(self, body: Any, headers: Mapping[str, str], kind: str | None = None) -> Decision:
-        view = RequestView(body, headers, self.policy, kind)
+        view = RequestView(body, headers, self.policy, kind, self.keywords)
         out = self.estimate_output(view)
         fired = []
         score = 0.0

@@ -24,7 +24,7 @@ def test_greedy_code_goes_to_fp16_and_names_the_rule(policy):
 
 def test_creative_high_temperature_is_tolerant(policy):
     d = policy.classify(chat("Write a short funny story about a cat on a train", temperature=1.0), {})
-    assert d.tier == Tier.int4 and d.rule_names == ["creative-high-temp"] and d.score == -3
+    assert d.tier == Tier.int4 and d.rule_names == ["creative-high-temp", "sampled-chatter"] and d.score == -5
 
 
 def test_neutral_work_lands_in_the_middle(policy):
@@ -44,17 +44,24 @@ def test_headers_raise_but_never_lower(policy):
     assert policy.classify(body, {"x-min-tier": "fp8"}).tier == Tier.fp8
     greedy = chat("Compute the integral of x^2", temperature=0)
     assert policy.classify(greedy, {"x-min-tier": "int4"}).tier == Tier.fp16
-    assert policy.classify(body, {"x-priority": "10"}).tier == Tier.fp8  # +6 priority, -3 creative
+    assert policy.classify(body, {"x-priority": "10"}).tier == Tier.fp8  # +9 priority, -5 creative chatter
     assert policy.classify(chat("Summarize the memo"), {"x-priority": "10"}).tier == Tier.fp16
-    assert policy.classify(body, {"x-priority": "2"}).score == -6
+    assert policy.classify(body, {"x-priority": "2"}).score == -8
 
 
 def test_json_schema_and_tools_are_structured(policy):
     rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
     d = policy.classify(chat("Extract the invoice fields", response_format=rf, temperature=0.5), {})
-    assert "structured-output" in d.rule_names
+    assert d.rule_names == ["structured-sampled"] and d.tier == Tier.fp8
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
-    assert "structured-output" in policy.classify(chat("Weather in Oslo?", tools=tools), {}).rule_names
+    greedy = policy.classify(chat("Weather in Oslo?", tools=tools, temperature=0), {})
+    assert "structured-greedy" in greedy.rule_names and greedy.tier == Tier.fp16
+
+
+def test_keywords_match_whole_words_only(policy):
+    # "hi" inside "this"/"within" must not count as a greeting; "Hi" at the start does
+    assert "casual-chat" not in policy.classify(chat("Is this within budget?"), {}).rule_names
+    assert "casual-chat" in policy.classify(chat("Hi! how is it going"), {}).rule_names
 
 
 def test_completions_prompt_string_list_and_token_ids(policy):

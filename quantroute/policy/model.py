@@ -106,6 +106,13 @@ class ResponseFormatCond(Strict):
     response_format: list[Literal["json_schema", "json_object", "text"]] = Field(min_length=1)
 
 
+class PromptCharsCond(Strict):
+    """Length of the prompt text in characters (short greetings vs long documents)."""
+
+    prompt_chars: Range
+    scope: Scope = "prompt"
+
+
 class StreamCond(Strict):
     stream: bool
 
@@ -127,6 +134,7 @@ CONDITION_KINDS: dict[str, type[Strict]] = {
     "all": AllCond, "any": AnyCond, "not": NotCond, "temperature": TemperatureCond, "keywords": KeywordsCond,
     "output_tokens": OutputTokensCond, "priority": PriorityCond, "latency_budget_ms": LatencyBudgetCond,
     "entropy": EntropyCond, "tools": ToolsCond, "response_format": ResponseFormatCond, "stream": StreamCond,
+    "prompt_chars": PromptCharsCond,
 }
 
 

@@ -17,7 +17,7 @@ def run(*args, input=None):
 
 def test_validate_ok_and_broken(tmp_path):
     ok = run("policy", "validate", str(REPO / "policies/policy-0001.yaml"))
-    assert ok.exit_code == 0 and ok.output.startswith("ok:") and "12 rules" in ok.output
+    assert ok.exit_code == 0 and ok.output.startswith("ok:") and "15 rules" in ok.output
     data = yaml.safe_load((REPO / "policies/policy-0001.yaml").read_text())
     data["rules"][2]["when"]["all"][0]["temperature"]["max"] = "warm"
     data["thresholds"].append({"min_score": 9, "tier": "int4"})

@@ -9,7 +9,7 @@ from tests.conftest import REPO
 def test_semantic_diff_lists_rule_threshold_and_canary_changes():
     data = yaml.safe_load((REPO / "policies" / "policy-0001.yaml").read_text())
     a = parse_policy(yaml.safe_dump(data))
-    data["rules"][3]["weight"] = 8
+    next(r for r in data["rules"] if r["name"] == "long-output")["weight"] = 8
     data["rules"] = [r for r in data["rules"] if r["name"] != "casual-chat"]
     data["rules"].append({"name": "batch-jobs", "weight": -2, "when": {"priority": {"max": 2}}})
     data["thresholds"][1]["min_score"] = 4
