@@ -1,0 +1,175 @@
+"""End to end through the real openai SDK: headers, tiers, deployment ids, streaming, sessions, capacity."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import openai
+import pytest
+
+from tests.router.conftest import (FP16, INT4, INT4_V2, INT8, MODEL, SENSITIVE, TOLERANT, admin, chat, router_at,
+                                   set_faults)
+
+HEADERS = ("x-quantroute-tier", "x-quantroute-deployment", "x-quantroute-node", "x-quantroute-policy-version",
+           "x-quantroute-rules")
+
+
+def test_openai_sdk_sync_chat_tags_every_response(router):
+    url, _ = router
+    client = openai.OpenAI(base_url=url + "/v1", api_key="unused")
+    raw = client.chat.completions.with_raw_response.create(model=MODEL, messages=SENSITIVE, max_tokens=8)
+    resp = raw.parse()
+    assert all(raw.headers.get(h) is not None for h in HEADERS)
+    assert raw.headers["x-quantroute-tier"] == "fp16"
+    assert raw.headers["x-quantroute-rules"] == "precise-work"
+    assert raw.headers["x-quantroute-policy-version"] == "1"
+    assert resp.model == FP16 == raw.headers["x-quantroute-deployment"]
+    assert resp.choices[0].message.content
+
+    raw = client.chat.completions.with_raw_response.create(model=MODEL, messages=TOLERANT, max_tokens=8)
+    assert raw.headers["x-quantroute-tier"] == "int4"
+    assert raw.parse().model in {INT4, INT4_V2} == {raw.headers["x-quantroute-deployment"]} | {INT4, INT4_V2}
+    assert raw.parse().model == raw.headers["x-quantroute-deployment"]  # never served under the baseline's name
+    assert raw.headers["x-quantroute-node"] in {"int4-a", "int4-b", "int4-v2"}
+
+
+def test_openai_sdk_async_streaming_and_completions(router):
+    url, _ = router
+
+    async def go():
+        client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="unused")
+        stream = await client.chat.completions.create(model=MODEL, messages=TOLERANT, max_tokens=16, stream=True,
+                                                      stream_options={"include_usage": True})
+        chunks = [c async for c in stream]
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        comp = await client.completions.with_raw_response.create(model=MODEL, prompt="hello there", max_tokens=8)
+        sync_stream = openai.OpenAI(base_url=url + "/v1", api_key="x").completions.create(
+            model=MODEL, prompt="write python code", max_tokens=8, stream=True)
+        return chunks, text, comp, list(sync_stream)
+
+    chunks, text, comp, sync_chunks = asyncio.run(go())
+    assert text and len({c.model for c in chunks}) == 1 and chunks[0].model in {INT4, INT4_V2}
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+    assert comp.headers["x-quantroute-tier"] == "int4" and comp.parse().model in {INT4, INT4_V2}
+    assert {c.model for c in sync_chunks} == {FP16}
+
+
+def test_models_lists_logical_models_and_every_deployment(router):
+    url, _ = router
+    ids = {m.id for m in openai.OpenAI(base_url=url + "/v1", api_key="x").models.list()}
+    assert ids == {MODEL, FP16, INT8, INT4, INT4_V2}
+
+
+def test_deployment_id_can_be_requested_directly(router):
+    url, _ = router
+    r = httpx.post(url + "/v1/chat/completions", json={"model": INT8, "messages": SENSITIVE, "max_tokens": 4})
+    assert r.status_code == 200 and r.headers["x-quantroute-deployment"] == INT8 and r.json()["model"] == INT8
+
+
+def test_first_sse_chunk_arrives_while_upstream_still_runs_and_disconnect_cancels_it(make_settings, sim):
+    set_faults(sim, "int8-a", latency_factor=100.0)  # ~30 s of decoding: far longer than the test
+    try:
+        with router_at(make_settings()) as (url, app):
+            body = {"model": INT8, "messages": TOLERANT, "max_tokens": 3000, "stream": True, "ignore_eos": True}
+            with httpx.stream("POST", url + "/v1/chat/completions", json=body, timeout=30) as r:
+                first = next(r.iter_raw())
+                assert first.startswith(b"data:")
+                node = app.fleet.nodes["int8-a"]
+                # the router still holds the upstream request open (it would take ~30 s to finish)
+                assert node.inflight == 1, "upstream finished before the client saw the first chunk"
+            # the client closed the stream early: the router cancels the upstream request
+            deadline = time.monotonic() + 10
+            while node.inflight and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert node.inflight == 0
+    finally:
+        set_faults(sim, "int8-a", latency_factor=1.0)
+
+
+def running_on(sim, node_id: str) -> float:
+    text = httpx.get(sim.urls[node_id] + "/metrics").text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("vllm:num_requests_running"))
+
+
+def test_session_pinned_to_int4_stays_when_a_later_turn_is_sensitive(router):
+    url, _ = router
+    first = chat(url, TOLERANT, session="s-tolerant")
+    assert first.headers["x-quantroute-tier"] == "int4"
+    later = chat(url, TOLERANT + [{"role": "assistant", "content": "ha"}] + SENSITIVE, session="s-tolerant")
+    assert later.status_code == 200
+    assert later.headers["x-quantroute-tier"] == "int4" and later.json()["model"] in {INT4, INT4_V2}
+    assert "precise-work" in later.headers["x-quantroute-rules"]  # scored, but the pin wins
+    sessions = admin(url).get("/admin/sessions").json()["sessions"]
+    assert [s["tier"] for s in sessions if s["session_key"] == "s-tolerant"] == ["int4"]
+    # unpinning starts the session over: now the sensitive turn decides
+    assert admin(url).delete("/admin/sessions/s-tolerant").json()["unpinned"] is True
+    assert chat(url, SENSITIVE, session="s-tolerant").headers["x-quantroute-tier"] == "fp16"
+
+
+def probed(app, timeout=10.0) -> None:
+    """Wait for the startup probe of every node, so it cannot undo what the test sets."""
+    deadline = time.monotonic() + timeout
+    while any(n.last_probe is None for n in app.fleet.nodes.values()):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def wait_health(app, node_ids, healthy: bool, timeout=10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while any(app.fleet.nodes[n].healthy != healthy for n in node_ids):
+        assert time.monotonic() < deadline, f"nodes {node_ids} never became healthy={healthy}"
+        time.sleep(0.05)
+
+
+def test_pinned_tier_down_waits_then_503_and_unpinned_escalates_only_upward(make_settings, sim, policies):
+    # One probe at start, then none: the test ejects nodes itself and no probe brings them back.
+    with router_at(make_settings(probe_interval_s=600)) as (url, app):
+        assert chat(url, TOLERANT, session="s-pin").headers["x-quantroute-tier"] == "int4"
+        probed(app)
+        for n in ("int4-a", "int4-b", "int4-v2"):
+            app.fleet.nodes[n].healthy = False
+        app.fleet.epoch += 1
+        r = chat(url, TOLERANT, session="s-pin")
+        assert r.status_code == 503
+        assert r.headers["retry-after"] == "1"
+        assert r.json()["error"]["code"] == "no_capacity" and "pinned" in r.json()["error"]["message"]
+        # unpinned tolerant request: escalates to the next tier up (int8), never below int4
+        r = chat(url, TOLERANT)
+        assert r.status_code == 200 and r.headers["x-quantroute-tier"] == "int8"
+        metrics = httpx.get(url + "/metrics").text
+        assert 'quantroute_no_capacity_total{pinned="true",tier="int4"} 1.0' in metrics
+        assert 'quantroute_escalations_total{from_tier="int4",to_tier="int8"}' in metrics
+
+
+def test_sensitive_request_never_goes_to_a_lower_tier(make_settings):
+    with router_at(make_settings(probe_interval_s=600)) as (url, app):
+        probed(app)
+        app.fleet.nodes["fp16-a"].healthy = False
+        app.fleet.epoch += 1
+        r = chat(url, SENSITIVE)
+        assert r.status_code == 503 and r.headers["retry-after"] == "1"  # never int8 or int4
+
+
+def test_pinned_session_waits_for_capacity_then_is_served(make_settings):
+    with router_at(make_settings(node_max_inflight=1, probe_interval_s=600)) as (url, app):
+        assert chat(url, TOLERANT, session="s-wait").headers["x-quantroute-tier"] == "int4"
+        for n in ("int4-a", "int4-b", "int4-v2"):
+            app.fleet.nodes[n].inflight += 1  # every int4 node is full
+        results = []
+
+        import threading
+
+        t = threading.Thread(target=lambda: results.append(chat(url, TOLERANT, session="s-wait")))
+        t.start()
+        deadline = time.monotonic() + 5
+        while "quantroute_session_waits_total{tier=\"int4\"} 1.0" not in httpx.get(url + "/metrics").text:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        app.fleet.nodes["int4-b"].inflight -= 1
+        app.fleet.notify()
+        t.join(10)
+        assert results[0].status_code == 200
+        assert results[0].headers["x-quantroute-node"] == "int4-b"
