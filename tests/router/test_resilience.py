@@ -1,0 +1,158 @@
+"""Failures and restarts: a node killed under load, pins surviving a restart, the DB going away, hot reload."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from quantroute.db.engine import make_engine
+from quantroute.fleet import parse_fleet
+from quantroute.sim.runner import running_fleet
+from tests.router.conftest import (FLEET, SENSITIVE, TOLERANT, activate_pointer, admin, chat, router_at,
+                                   write_fleet_file, write_policy)
+
+
+def test_node_killed_under_load_no_client_error_for_non_streamed(tmp_path, make_settings):
+    with running_fleet(parse_fleet(FLEET), time_scale=0.002) as rf:  # its own fleet: this test kills a node
+        settings = make_settings(fleet_file=write_fleet_file(rf, tmp_path / "own-fleet.yaml"))
+        with router_at(settings) as (url, app):
+            stop = threading.Event()
+            results: list[int] = []
+
+            def worker(i: int) -> None:
+                with httpx.Client(timeout=30) as c:
+                    while not stop.is_set():
+                        r = c.post(url + "/v1/chat/completions", headers={"x-session-id": f"kill-{i}"},
+                                   json={"model": "llama3-8b", "messages": TOLERANT, "max_tokens": 8})
+                        results.append(r.status_code)
+
+            threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+            for t in threads:
+                t.start()
+            while len(results) < 50:
+                time.sleep(0.01)
+            rf.kill("int4-a")
+            n_at_kill = len(results)
+            while len(results) < n_at_kill + 150:
+                time.sleep(0.01)
+            stop.set()
+            for t in threads:
+                t.join(30)
+            assert set(results) == {200}, f"client saw {sorted(set(results))}"
+            assert app.fleet.nodes["int4-a"].healthy is False  # ejected
+            assert app.fleet.nodes["int4-a"].failures >= 2
+
+
+def test_restart_keeps_pins(make_settings):
+    settings = make_settings()
+    with router_at(settings) as (url, _):
+        assert chat(url, TOLERANT, session="s-restart").headers["x-quantroute-tier"] == "int4"
+    with router_at(settings) as (url, _):  # a new process-equivalent: empty cache, same DB
+        r = chat(url, SENSITIVE, session="s-restart")
+        assert r.headers["x-quantroute-tier"] == "int4"
+
+
+def test_request_log_rows_written(make_settings):
+    settings = make_settings()
+    with router_at(settings) as (url, app):
+        chat(url, TOLERANT, session="s-log")
+        chat(url, SENSITIVE)
+        httpx.post(url + "/v1/chat/completions", json={"model": "nope", "messages": TOLERANT})
+        deadline = time.monotonic() + 10
+        while app.writer.written < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    eng = make_engine(settings.db_url)
+    with eng.connect() as c:
+        rows = c.execute(text("select session_key, model, deployment, node, tier, policy_version, rules, status, "
+                              "latency_ms, prompt_tokens, completion_tokens, retries from request_log order by id")).all()
+    eng.dispose()
+    assert [(r.session_key, r.tier, r.status) for r in rows] == [("s-log", "int4", 200), (None, "fp16", 200),
+                                                                 (None, None, 404)]
+    assert rows[1].rules == '["precise-work"]' and rows[0].policy_version == 1
+    assert rows[0].prompt_tokens > 0 and rows[0].completion_tokens > 0 and rows[0].latency_ms > 0
+
+
+def test_db_down_does_not_fail_requests(make_settings):
+    with router_at(make_settings(log_batch_size=5, log_buffer_max=20)) as (url, app):
+        dead = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=1")
+        app.writer.engine = dead
+        app.pins.engine = dead
+        statuses = [chat(url, TOLERANT, session=f"s-dbdown-{i}").status_code for i in range(40)]
+        assert set(statuses) == {200}
+        deadline = time.monotonic() + 10
+        while app.writer.dropped == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert app.pins.db_errors > 0
+        metrics = httpx.get(url + "/metrics").text
+        assert "quantroute_request_log_dropped_total 0.0" not in metrics
+
+
+def test_invalid_policy_keeps_last_good_and_shows_the_error(make_settings, policies):
+    with router_at(make_settings()) as (url, app):
+        bad = policies / "policy-0002.yaml"
+        bad.write_text("version: 2\nauthor: x\ncreated_at: '2026-01-01T00:00:00Z'\ntiers: []\nthresholds: []\n")
+        activate_pointer(policies, 2)
+        deadline = time.monotonic() + 10
+        while app.holder.failures == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        view = admin(url).get("/admin/policy").json()
+        assert view["version"] == 1 and view["last_error_version"] == 2 and "tiers" in view["last_error"]
+        assert chat(url, TOLERANT).headers["x-quantroute-policy-version"] == "1"
+        assert "quantroute_policy_reload_failures_total 1.0" in httpx.get(url + "/metrics").text
+        write_policy(policies, 3)  # a good one after the bad one is picked up
+        while app.holder.current.version != 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+
+
+def test_fifty_activations_under_steady_load(make_settings, policies):
+    for v in range(2, 52):
+        write_policy(policies, v, activate=False)
+    with router_at(make_settings(policy_poll_s=60)) as (url, app):
+        stop = threading.Event()
+        records: list[tuple[float, float, int, int]] = []  # (start, end, status, version)
+
+        def worker() -> None:
+            with httpx.Client(timeout=30) as c:
+                while not stop.is_set():
+                    t0 = time.monotonic()
+                    r = c.post(url + "/v1/chat/completions", json={"model": "llama3-8b", "messages": TOLERANT,
+                                                                   "max_tokens": 4})
+                    records.append((t0, time.monotonic(), r.status_code,
+                                    int(r.headers.get("x-quantroute-policy-version", -1))))
+
+        threads = [threading.Thread(target=worker) for _ in range(6)]
+        for t in threads:
+            t.start()
+        written: dict[int, float] = {1: 0.0}
+        seen: dict[int, float] = {}
+        for v in range(2, 52):
+            written[v] = time.monotonic()
+            activate_pointer(policies, v)
+            deadline = time.monotonic() + 10
+            while app.holder.current.version != v:
+                assert time.monotonic() < deadline, f"version {v} never became active"
+                time.sleep(0.002)
+            seen[v] = time.monotonic()
+            time.sleep(0.02)
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert records and {s for _, _, s, _ in records} == {200}
+    # The router switched to v somewhere in [written[v], seen[v]] and away from it by seen[v+1]:
+    # each response's version must have been active at some instant of its request's lifetime.
+    seen[52] = float("inf")
+    for start, end, _, v in records:
+        assert 1 <= v <= 51
+        assert written[v] <= end and start <= seen[v + 1] if v >= 2 else start <= seen[2]
+    versions = {v for *_, v in records}
+    assert len(versions) > 10  # the load really spanned the activations
+    print(f"\nreload under load: {len(records)} requests, 50 activations, 0 failed, {len(versions)} versions seen")
