@@ -173,8 +173,8 @@ def _code(g: CodeGrader, answer: str) -> tuple[bool, bool, str]:
         compile(code, "<answer>", "exec")
     except SyntaxError as e:
         return False, False, f"syntax error line {e.lineno}: {e.msg}"
-    if not re.search(rf"\bdef\s+{re.escape(g.entry_point)}\s*\(", code):
-        return False, False, f"no def {g.entry_point}()"
+    if not re.search(rf"\b(?:def|class)\s+{re.escape(g.entry_point)}\b", code):
+        return False, False, f"no def or class {g.entry_point}"
     r = sandbox.run_tests(code, entry_point=g.entry_point, tests=g.tests, timeout_s=g.timeout_s)
     if r.ok:
         return True, True, f"{r.passed}/{r.total} tests"
