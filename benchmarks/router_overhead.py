@@ -146,8 +146,8 @@ def main() -> None:
     procs = []
     try:
         bport, bport16, rport = free_port(), free_port(), free_port()
-        procs.append(start([PY, str(HERE / "fast_backend.py"), str(bport), "bench-int4"]))
-        procs.append(start([PY, str(HERE / "fast_backend.py"), str(bport16), "bench-bf16"]))
+        procs.append(start([PY, str(HERE / "support" / "fast_backend.py"), str(bport), "bench-int4"]))
+        procs.append(start([PY, str(HERE / "support" / "fast_backend.py"), str(bport16), "bench-bf16"]))
         procs.append(start([PY, "-m", "quantroute.cli.main", "router", "--policies", str(tmp / "policies"),
                             "--port", str(rport), "--db", f"sqlite:///{tmp / 'bench.db'}", "--admin-token", "bench"]))
         for p in (bport, bport16, rport):

@@ -1,6 +1,6 @@
 """A minimal, fast OpenAI-compatible backend for the router overhead benchmark: fixed answers, no model.
 
-Serve with: python benchmarks/fast_backend.py PORT [DEPLOYMENT_ID]  (uvicorn + httptools + uvloop)."""
+Serve with: python benchmarks/support/fast_backend.py PORT [DEPLOYMENT_ID]  (uvicorn + httptools + uvloop)."""
 
 from __future__ import annotations
 
