@@ -101,6 +101,9 @@ async def resolve_arm(client: httpx.AsyncClient, name: str, endpoint: Endpoint, 
         raise EvalSetupError(f"{name}: cannot list models at {endpoint.base_url}/models: {e}") from None
     ids = [str(m.get("id")) for m in models]
     dep = endpoint.deployment
+    roots = {str(m.get("root")) for m in models if m.get("root")}
+    if dep is None and len(ids) > 1 and len(roots) == 1 and next(iter(roots)) in ids:
+        dep = next(iter(roots))  # vLLM/simulator: aliases of one served artifact share its `root`
     if dep is None:
         if len(ids) != 1:
             raise EvalSetupError(f"{name}: {endpoint.base_url} serves {len(ids)} models ({', '.join(ids) or 'none'}); "
