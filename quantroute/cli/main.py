@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "capacity": "quantroute.cli.capacity:capacity",
     "router": "quantroute.cli.router:router",
     "node": "quantroute.cli.node:node",
+    "user": "quantroute.cli.user:user",
 }
 
 

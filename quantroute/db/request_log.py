@@ -35,3 +35,5 @@ class RequestLog(SQLModel, table=True):
     retries: int = 0
     escalated: bool = False
     error: str | None = None
+    # parsed body + x- headers, for the dashboard's what-if replay (column added by migration 0501, users branch)
+    replay: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))

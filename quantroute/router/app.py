@@ -239,7 +239,10 @@ class Router:
             "status": status, "stream": bool(isinstance(data, dict) and data.get("stream")),
             "latency_ms": latency_ms, "ttft_ms": out.ttft * 1000 if out.ttft is not None else None,
             "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
-            "retries": out.retries, "escalated": bool(route and route.escalated), "error": out.error})
+            "retries": out.retries, "escalated": bool(route and route.escalated), "error": out.error,
+            # what the dashboard's what-if replay needs to classify this request again under a draft policy
+            "replay": {"body": data, "headers": {k: v for k, v in headers.items() if k.startswith("x-")}}
+            if isinstance(data, dict) else None})
 
 
 async def send_error(send, err: RouterError) -> None:

@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 COLUMNS = ("ts", "request_id", "session_key", "model", "deployment", "node", "tier", "arm", "policy_version",
            "rules", "score", "status", "stream", "latency_ms", "ttft_ms", "prompt_tokens", "completion_tokens",
-           "retries", "escalated", "error")
+           "retries", "escalated", "error", "replay")
 
 
 class RequestLogWriter:
