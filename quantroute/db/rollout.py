@@ -1,0 +1,127 @@
+"""Observed state of rollouts: one `rollout` row per canary of a candidate (its status), an append-only
+`rollout_event` per action, and `rollout_check` rows for checklist items a named person ticked.
+The spec (steps, guards, percent) lives in the policy version; these tables say what happened."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, Column, UniqueConstraint
+from sqlmodel import Field, Session, SQLModel, select
+
+from quantroute.db.audit import utcnow
+
+
+def _aware(dt: datetime | None) -> datetime | None:
+    # SQLite hands back naive datetimes even for timezone-aware columns.
+    return dt if dt is None or dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+class Rollout(SQLModel, table=True):
+    """Status of one canary; written by the rollout service, read by the CLI and the dashboard."""
+
+    __tablename__ = "rollout"
+    id: int | None = Field(default=None, primary_key=True)
+    model: str = Field(index=True)
+    candidate: str = Field(index=True)
+    baseline: str
+    phase: str = Field(index=True)  # machine.Phase values
+    step_index: int = -1
+    percent: float = 0.0
+    steps: list[float] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    started_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    step_at: datetime = Field(default_factory=utcnow)  # when the current percent took effect (dwell, windows)
+    started_by: str
+    approved_by: str | None = None
+    eval_run_id: int | None = None  # the passing run that opened the gate
+    start_version: int | None = None  # active policy version when it started
+    policy_version: int | None = None  # the version that carries the current percent
+    message: str = ""
+    aborted_reason: str | None = None
+    breach: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))  # guard verdict
+    # [{percent, at, version}] so guards can find the window before the candidate took all traffic
+    history: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+
+    def fix_times(self) -> "Rollout":
+        self.started_at, self.updated_at, self.step_at = map(_aware, (self.started_at, self.updated_at, self.step_at))
+        return self
+
+
+class RolloutEvent(SQLModel, table=True):
+    """One row per action on a rollout, refused ones included (who tried what, and why it was refused)."""
+
+    __tablename__ = "rollout_event"
+    id: int | None = Field(default=None, primary_key=True)
+    rollout_id: int = Field(foreign_key="rollout.id", index=True)
+    at: datetime = Field(default_factory=utcnow, index=True)
+    actor: str
+    action: str
+    phase_before: str | None = None
+    phase_after: str | None = None
+    percent_before: float | None = None
+    percent_after: float | None = None
+    version_before: int | None = None
+    version_after: int | None = None
+    refused: bool = False
+    message: str = ""
+    detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class RolloutCheck(SQLModel, table=True):
+    """A checklist item ticked by a named person (items the system can know are computed, not stored)."""
+
+    __tablename__ = "rollout_check"
+    __table_args__ = (UniqueConstraint("rollout_id", "item", name="uq_rollout_check_item"),)
+    id: int | None = Field(default=None, primary_key=True)
+    rollout_id: int = Field(foreign_key="rollout.id", index=True)
+    item: str
+    ticked_by: str
+    at: datetime = Field(default_factory=utcnow)
+    note: str = ""
+
+
+def create_rollout(*, session: Session, rollout: Rollout) -> Rollout:
+    session.add(rollout)
+    session.flush()
+    return rollout
+
+
+def current_rollout(*, session: Session, model: str) -> Rollout | None:
+    """The newest rollout of `model` (live or finished)."""
+    q = select(Rollout).where(Rollout.model == model).order_by(Rollout.id.desc()).limit(1)  # type: ignore[union-attr]
+    row = session.exec(q).first()
+    return row.fix_times() if row else None
+
+
+def list_rollouts(*, session: Session, model: str | None = None, limit: int = 50) -> list[Rollout]:
+    q = select(Rollout)
+    if model:
+        q = q.where(Rollout.model == model)
+    return [r.fix_times() for r in session.exec(q.order_by(Rollout.id.desc()).limit(limit))]  # type: ignore[union-attr]
+
+
+def add_event(*, session: Session, event: RolloutEvent) -> RolloutEvent:
+    session.add(event)
+    return event
+
+
+def events_of(*, session: Session, rollout_id: int) -> list[RolloutEvent]:
+    q = select(RolloutEvent).where(RolloutEvent.rollout_id == rollout_id).order_by(RolloutEvent.id)  # type: ignore[arg-type]
+    return list(session.exec(q))
+
+
+def tick(*, session: Session, rollout_id: int, item: str, by: str, note: str = "") -> RolloutCheck:
+    existing = session.exec(select(RolloutCheck).where(RolloutCheck.rollout_id == rollout_id,
+                                                       RolloutCheck.item == item)).first()
+    if existing is not None:
+        return existing
+    row = RolloutCheck(rollout_id=rollout_id, item=item, ticked_by=by, note=note)
+    session.add(row)
+    return row
+
+
+def ticks_of(*, session: Session, rollout_id: int) -> dict[str, RolloutCheck]:
+    rows = session.exec(select(RolloutCheck).where(RolloutCheck.rollout_id == rollout_id))
+    return {r.item: r for r in rows}

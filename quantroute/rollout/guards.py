@@ -1,0 +1,121 @@
+"""Canary guards (pure): compare the candidate arm with the baseline arm over one window of the request log.
+
+Verdicts: pass, breach (which guard, the figures, the window) or inconclusive. Inconclusive means too few
+requests to judge; like Argo's inconclusive analysis it holds the step and never passes it. Ratios need both
+arms; the error-rate limit is absolute, so it can breach on the candidate's figures alone."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel
+
+from quantroute.policy.model import Guards
+
+
+class ArmStats(BaseModel):
+    """One arm's figures over the window (latencies in milliseconds; None when no sample has one)."""
+
+    requests: int
+    errors: int = 0
+    p95_latency_ms: float | None = None
+    p95_ttft_ms: float | None = None
+
+    @property
+    def error_rate(self) -> float:
+        return self.errors / self.requests if self.requests else 0.0
+
+
+class Window(BaseModel):
+    start: datetime
+    end: datetime
+    baseline_start: datetime | None = None  # when the baseline reference is an earlier window (candidate at 100%)
+    baseline_end: datetime | None = None
+
+
+class Breach(BaseModel):
+    guard: Literal["error_rate", "p95_latency_ratio", "ttft_ratio", "eval"]
+    value: float
+    limit: float
+    detail: str
+
+
+class GuardVerdict(BaseModel):
+    status: Literal["pass", "breach", "inconclusive"]
+    breaches: list[Breach] = []
+    window: Window | None = None
+    baseline: ArmStats | None = None
+    candidate: ArmStats | None = None
+    summary: str
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100): an observed value, stable for small samples."""
+    if not values:
+        return None
+    xs = sorted(values)
+    rank = max(1, -(-len(xs) * q // 100))  # ceil(n * q / 100)
+    return xs[int(rank) - 1]
+
+
+def _ratio(cand: float | None, base: float | None) -> float | None:
+    if cand is None or base is None or base <= 0:
+        return None
+    return cand / base
+
+
+def evaluate(baseline: ArmStats, candidate: ArmStats, guards: Guards, window: Window | None = None,
+             eval_failure: str | None = None) -> GuardVerdict:
+    """`eval_failure`: the verdict of a fresh eval run of the candidate that failed (guards.require_eval_pass)."""
+    def verdict(status, breaches, summary):
+        return GuardVerdict(status=status, breaches=breaches, window=window, baseline=baseline,
+                            candidate=candidate, summary=summary)
+
+    breaches: list[Breach] = []
+    if eval_failure and guards.require_eval_pass:
+        breaches.append(Breach(guard="eval", value=1, limit=0, detail=f"a fresh eval run failed: {eval_failure}"))
+    n_min = guards.min_requests
+    if candidate.requests >= n_min and candidate.error_rate > guards.max_error_rate:
+        breaches.append(Breach(guard="error_rate", value=candidate.error_rate, limit=guards.max_error_rate,
+                               detail=(f"candidate error rate {candidate.error_rate:.1%} ({candidate.errors}/"
+                                       f"{candidate.requests}) > {guards.max_error_rate:.1%} (baseline "
+                                       f"{baseline.error_rate:.1%} of {baseline.requests})")))
+    both = candidate.requests >= n_min and baseline.requests >= n_min
+    if both:
+        for guard, key, limit in (("p95_latency_ratio", "p95_latency_ms", guards.max_p95_latency_ratio),
+                                  ("ttft_ratio", "p95_ttft_ms", guards.max_ttft_ratio)):
+            c, b = getattr(candidate, key), getattr(baseline, key)
+            r = _ratio(c, b)
+            if r is not None and r > limit:
+                what = "p95 latency" if key == "p95_latency_ms" else "p95 TTFT"
+                breaches.append(Breach(guard=guard, value=r, limit=limit,  # type: ignore[arg-type]
+                                       detail=f"candidate {what} {c:.0f} ms / baseline {b:.0f} ms = {r:.2f}x "
+                                              f"> {limit:g}x"))
+    if breaches:
+        return verdict("breach", breaches, "; ".join(f"{b.guard}: {b.detail}" for b in breaches))
+    if not both:
+        short = [f"{arm} {s.requests}/{n_min}" for arm, s in (("candidate", candidate), ("baseline", baseline))
+                 if s.requests < n_min]
+        return verdict("inconclusive", [], f"too few requests in the window ({', '.join(short)} needed); "
+                                           "holding the step")
+    return verdict("pass", [], _pass_summary(baseline, candidate))
+
+
+def _pass_summary(b: ArmStats, c: ArmStats) -> str:
+    parts = [f"errors {c.error_rate:.1%} vs {b.error_rate:.1%}"]
+    for label, key in (("p95", "p95_latency_ms"), ("TTFT p95", "p95_ttft_ms")):
+        r = _ratio(getattr(c, key), getattr(b, key))
+        if r is not None:
+            parts.append(f"{label} {r:.2f}x")
+    return f"pass (candidate {c.requests}, baseline {b.requests} requests): " + ", ".join(parts)
+
+
+def arm_stats(rows: list[tuple[int, float, float | None]]) -> ArmStats:
+    """From (status, latency_ms, ttft_ms) rows. An error is a 5xx, or a failed request with no response
+    (status 0); 4xx are the client's mistakes and 499 the client leaving, so neither counts against an arm."""
+    errors = sum(1 for status, _, _ in rows if status >= 500 or status == 0)
+    lat = [lat for status, lat, _ in rows if status < 400]
+    ttft = [t for status, _, t in rows if t is not None and status < 400]
+    return ArmStats(requests=len(rows), errors=errors, p95_latency_ms=percentile(lat, 95),
+                    p95_ttft_ms=percentile(ttft, 95))
