@@ -17,6 +17,12 @@ from quantroute.evals.runs import DEFAULT_RUNS_DIR, RunComparison, RunView
 from quantroute.evals.suite import SuiteError, load_suite
 
 
+def _console() -> Console:
+    # The table has ten columns; below 120 characters (CI logs, pipes) rich would truncate category names.
+    console = Console()
+    return console if console.width >= 120 else Console(width=120)
+
+
 def _engine(db_url: str | None):
     from quantroute.db.engine import init_db, make_engine
 
@@ -137,7 +143,7 @@ def run_cmd(suite_path: str, baseline: str, candidate: str, concurrency: int, th
     from quantroute.evals.runner import EvalSetupError, RunSettings
     from quantroute.evals.runs import start_run
 
-    console = Console()
+    console = _console()
     try:
         suite = load_suite(suite_path)
     except SuiteError as e:
@@ -177,7 +183,7 @@ def report_cmd(run_id: int, threshold: float | None, category_threshold: tuple[s
         view = load_run(engine, run_id, gate=gate)
     except LookupError as e:
         raise click.ClickException(str(e)) from None
-    print_view(view, Console())
+    print_view(view, _console())
     sys.exit(0 if view.verdict.passed else 1)
 
 
@@ -193,7 +199,7 @@ def list_cmd(limit: int, db_url: str | None) -> None:
         gate = {True: "[green]pass[/green]", False: "[red]fail[/red]", None: "-"}[r.gate_passed]
         t.add_row(str(r.id), r.created_at.strftime("%Y-%m-%d %H:%M"), r.suite_name, r.baseline_deployment,
                   r.candidate_deployment, r.candidate_tier or "?", r.status, gate)
-    Console().print(t)
+    _console().print(t)
 
 
 def print_comparison(cmp: RunComparison, console: Console) -> None:
@@ -232,7 +238,7 @@ def compare_cmd(run_a: int, run_b: int, db_url: str | None) -> None:
         cmp = compare_runs(_engine(db_url), run_a, run_b)
     except LookupError as e:
         raise click.ClickException(str(e)) from None
-    print_comparison(cmp, Console())
+    print_comparison(cmp, _console())
 
 
 @eval_group.command("check")
