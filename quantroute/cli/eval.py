@@ -93,7 +93,7 @@ def print_view(view: RunView, console: Console) -> None:
     if view.failing_only_in_candidate:
         console.print(f"[bold]failing only in the candidate[/bold] ({len(view.failing_only_in_candidate)}):")
         for d in view.failing_only_in_candidate[:12]:
-            console.print(f"  {d.category:<12} {d.item_id:<28} {d.candidate_detail[:90]}", markup=False)
+            console.print(f"  {d.category:<12} {d.item_id:<28} {' '.join(d.candidate_detail.split())[:90]}", markup=False)
     for note in view.verdict.notes:
         console.print(f"[dim]note: {note}[/dim]")
     style = "bold green" if view.verdict.passed else "bold red"
