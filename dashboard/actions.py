@@ -1,0 +1,108 @@
+"""Every write the dashboard makes. Each function re-checks the actor's role against the database
+(`quantroute.auth.require`) before acting, whatever the UI showed, and leaves an audit event (the policy
+store and the rollout service audit their own writes with the same actor)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from quantroute.auth import require
+from quantroute.db import audit
+from quantroute.db.engine import session as open_session
+from quantroute.db.session_pin import delete_pin
+from quantroute.policy.model import Policy
+from quantroute.policy.store import PolicyStore
+
+from dashboard.router_api import RouterAdmin
+
+
+# ---- policy versions -------------------------------------------------------------------------------------
+
+def save_policy(*, store: PolicyStore, actor: str, draft: Policy, parent: int | None, message: str) -> int:
+    require(store.engine, actor, "policy.new")
+    if not message.strip():
+        raise ValueError("message: say what this version changes and why")
+    return store.new(parent=parent, author=actor, message=message.strip(), policy=draft)
+
+
+def approve_policy(*, store: PolicyStore, actor: str, version: int, comment: str = "") -> None:
+    require(store.engine, actor, "policy.approve")
+    store.approve(version, by=actor, comment=comment)
+
+
+def activate_policy(*, store: PolicyStore, actor: str, version: int, reason: str = "") -> int:
+    require(store.engine, actor, "policy.activate")
+    return store.activate(version, by=actor, reason=reason)
+
+
+def rollback_policy(*, store: PolicyStore, actor: str, to: int | None, reason: str = "") -> int:
+    require(store.engine, actor, "policy.rollback")
+    return store.rollback(by=actor, to=to, reason=reason)
+
+
+# ---- session pins ----------------------------------------------------------------------------------------
+
+def unpin_session(*, engine: Engine, router: RouterAdmin | None, actor: str, session_key: str) -> bool:
+    """Through the router when there is one (it also forgets its cached pin), else in the DB directly."""
+    require(engine, actor, "session.unpin")
+    if router is not None:
+        found = router.unpin(session_key)
+    else:
+        with open_session(engine) as s:
+            found = delete_pin(session=s, session_key=session_key)
+    with open_session(engine) as s:
+        audit.record(s, actor=actor, action="session.unpin", subject=session_key,
+                     detail={"found": found, "via": "router" if router is not None else "db"})
+        s.commit()
+    return found
+
+
+# ---- evals -----------------------------------------------------------------------------------------------
+
+def run_eval(*, engine: Engine, actor: str, suite_path: str, baseline: str, candidate: str, runs_dir: str,
+             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """A paired eval run (endpoint specs `URL#deployment`); returns the stored run view as JSON."""
+    require(engine, actor, "eval.run")
+    from pathlib import Path
+
+    from quantroute.evals.runs import start_run
+    from quantroute.evals.suite import load_suite
+
+    with open_session(engine) as s:
+        audit.record(s, actor=actor, action="eval.run", subject=Path(suite_path).name,
+                     detail={"baseline": baseline, "candidate": candidate})
+        s.commit()
+    view = start_run(suite=load_suite(suite_path), baseline=baseline, candidate=candidate, engine=engine,
+                     runs_dir=Path(runs_dir), progress=progress)
+    return view.model_dump(mode="json")
+
+
+# ---- rollouts (quantroute.rollout.service) ---------------------------------------------------------------
+
+ROLLOUT_ACTIONS = ("start", "approve", "step", "pause", "resume", "promote", "rollback", "tick", "check_gate")
+_PERMISSION = {"tick": "rollout.approve", "check_gate": "rollout.start"}
+
+
+def rollout_service(store: PolicyStore, router_url: str | None, token: str | None):
+    from quantroute.rollout import facts
+    from quantroute.rollout.service import RolloutService
+
+    admin = facts.RouterAdmin([router_url], token) if router_url and token else None
+    return RolloutService(store, router=admin)
+
+
+def rollout_action(*, service: Any, actor: str, action: str, model: str, **kwargs: Any) -> Any:
+    """One rollout action by name; the service writes and activates the policy versions and audits them.
+    Checklist ticks belong to reviewers (a person vouching for a fact the system cannot see)."""
+    if action not in ROLLOUT_ACTIONS:
+        raise ValueError(f"unknown rollout action {action!r}; valid: {', '.join(ROLLOUT_ACTIONS)}")
+    require(service.engine, actor, _PERMISSION.get(action, f"rollout.{action}"))
+    fn = getattr(service, action)
+    if action == "tick":
+        return fn(model, kwargs.pop("items"), by=actor, **kwargs)
+    if action == "check_gate":
+        return fn(model, by=actor)
+    return fn(model, by=actor, **kwargs)

@@ -1,0 +1,128 @@
+"""Data access for the pages: the engine (cached once per URL), cached SQL queries (short TTL), the policy
+store and the router's admin API. Pages call these and never write SQL; writes go through actions.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from dashboard import queries
+from dashboard.router_api import RouterAdmin, RouterUnavailable
+from dashboard.settings import DashboardSettings
+from quantroute.policy.store import PolicyStore
+
+TTL_S = 5
+
+
+def settings() -> DashboardSettings:
+    return DashboardSettings()
+
+
+@st.cache_resource(show_spinner=False)
+def _engine(db_url: str | None) -> Engine:
+    from quantroute.db.engine import init_db, make_engine
+
+    engine = make_engine(db_url)
+    init_db(engine)  # the dashboard may be the first thing to touch a fresh database
+    return engine
+
+
+def engine() -> Engine:
+    return _engine(settings().db_url)
+
+
+def store() -> PolicyStore:
+    return PolicyStore(settings().policies_dir, engine())
+
+
+def router() -> RouterAdmin | None:
+    s = settings()
+    return RouterAdmin(s.router_url, s.admin_token) if s.router_url else None
+
+
+# ---- cached queries (keyed by the DB URL so two dashboards in one process never share results) -----------
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def tier_timeseries(db_url: str | None, window_s: int, bucket_s: int) -> pd.DataFrame:
+    return queries.tier_timeseries(_engine(db_url), window_s=window_s, bucket_s=bucket_s)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def tier_share(db_url: str | None, window_s: int) -> pd.DataFrame:
+    return queries.tier_share(_engine(db_url), window_s=window_s)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def deployment_summary(db_url: str | None, window_s: int) -> pd.DataFrame:
+    return queries.deployment_summary(_engine(db_url), window_s=window_s)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def pinned_sessions(db_url: str | None) -> pd.DataFrame:
+    return queries.pinned_sessions(_engine(db_url))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def pin_failures(db_url: str | None, window_s: int) -> pd.DataFrame:
+    return queries.pin_failures(_engine(db_url), window_s=window_s)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def arm_guard_series(db_url: str | None, model: str, window_s: int, bucket_s: int) -> pd.DataFrame:
+    return queries.arm_guard_series(_engine(db_url), model=model, window_s=window_s, bucket_s=bucket_s)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def replay_rows(db_url: str | None, limit: int) -> pd.DataFrame:
+    return queries.replay_rows(_engine(db_url), limit=limit)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def audit_events(db_url: str | None, actor: str | None, action_prefix: str | None, search: str | None,
+                 limit: int) -> pd.DataFrame:
+    return queries.audit_events(_engine(db_url), actor=actor, action_prefix=action_prefix, search=search,
+                                limit=limit)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def audit_facets(db_url: str | None) -> tuple[list[str], list[str]]:
+    return queries.audit_facets(_engine(db_url))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def eval_runs(db_url: str | None) -> pd.DataFrame:
+    from quantroute.evals.runs import list_runs
+
+    rows = list_runs(_engine(db_url), limit=200)
+    return pd.DataFrame([{"id": r.id, "created_at": r.created_at, "status": r.status, "suite": r.suite_name,
+                          "baseline": r.baseline_deployment, "candidate": r.candidate_deployment,
+                          "candidate_tier": r.candidate_tier, "gate_passed": r.gate_passed} for r in rows])
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def eval_run(db_url: str | None, run_id: int) -> dict[str, Any]:
+    from quantroute.evals.runs import load_run
+
+    return load_run(_engine(db_url), run_id).model_dump(mode="json")
+
+
+def clear() -> None:
+    """After a write: the next read must see it, not a cached result."""
+    st.cache_data.clear()
+
+
+# ---- router admin API (live state; not cached beyond one render) ------------------------------------------
+
+def router_call(what: str) -> tuple[Any, str | None]:
+    """(result, None) or (None, why it failed) for policy | nodes | sessions | metrics."""
+    admin = router()
+    if admin is None:
+        return None, "no router configured (QUANTROUTE_DASHBOARD_ROUTER_URL)"
+    try:
+        return {"policy": admin.policy, "nodes": admin.nodes, "sessions": admin.sessions,
+                "metrics": admin.metrics_text}[what](), None
+    except RouterUnavailable as e:
+        return None, str(e)

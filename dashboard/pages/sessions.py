@@ -1,0 +1,85 @@
+"""Sessions: live session pins (tier and canary arm fixed by a session's first request), searchable, with
+counts per tier, the waits and 503s that pinning caused, and unpin with confirmation (audited)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import actions, data, ui
+from dashboard.router_api import counter_by_label
+
+
+def filter_pins(pins: pd.DataFrame, *, search: str = "", tiers: list[str] | None = None,
+                arms: list[str] | None = None) -> pd.DataFrame:
+    out = pins
+    if search:
+        out = out[out["session_key"].str.contains(search, case=False, regex=False)]
+    if tiers:
+        out = out[out["tier"].isin(tiers)]
+    if arms:
+        out = out[out["arm"].fillna("none").isin(arms)]
+    return out
+
+
+def pinning_costs(metrics_text: str | None, failures: pd.DataFrame) -> pd.DataFrame:
+    """Per tier: waits for capacity (router counter since start) and pinned 503s (counter and request log)."""
+    waits = counter_by_label(metrics_text, "quantroute_session_waits_total", "tier") if metrics_text else {}
+    pinned503: dict[str, float] = {}
+    if metrics_text:
+        for line in metrics_text.splitlines():
+            if line.startswith("quantroute_no_capacity_total{") and 'pinned="true"' in line:
+                tier = line.split('tier="', 1)[1].split('"', 1)[0]
+                pinned503[tier] = pinned503.get(tier, 0) + float(line.rsplit(" ", 1)[1])
+    logged = dict(zip(failures["tier"], failures["pinned_503s"])) if not failures.empty else {}
+    tiers = sorted(set(waits) | set(pinned503) | set(logged))
+    return pd.DataFrame([{"tier": t, "waits (since router start)": int(waits.get(t, 0)),
+                          "pinned 503s (since router start)": int(pinned503.get(t, 0)),
+                          "pinned 503s (request log, 1 h)": int(logged.get(t, 0))} for t in tiers])
+
+
+def render() -> None:
+    st.title("Sessions")
+    ui.flash()
+    s = data.settings()
+    pins = data.pinned_sessions(s.db_url)
+    c1, c2, c3 = st.columns([2, 1, 1])
+    search = c1.text_input("Search session key")
+    tiers = c2.multiselect("Tier", sorted(pins["tier"].unique()) if not pins.empty else [])
+    arms = c3.multiselect("Arm", ["baseline", "candidate", "none"])
+    shown = filter_pins(pins, search=search, tiers=tiers, arms=arms) if not pins.empty else pins
+
+    if not pins.empty:
+        counts = pins.groupby("tier").size()
+        cols = st.columns(max(len(counts), 1))
+        for col, (tier, n) in zip(cols, counts.items()):
+            col.metric(f"pinned to {tier}", int(n))
+    metrics_text, why = data.router_call("metrics")
+    costs = pinning_costs(metrics_text, data.pin_failures(s.db_url, 3600))
+    st.markdown("**What pinning cost**: requests that waited for room on their pinned tier, and those that gave up with 503")
+    if costs.empty:
+        st.caption("no waits or pinned 503s" + (f" (router: {why})" if why else ""))
+    else:
+        st.dataframe(costs, hide_index=True, width="stretch")
+
+    st.subheader(f"Pinned sessions ({len(shown)} of {len(pins)})")
+    st.dataframe(shown[["session_key", "model", "tier", "arm", "since", "requests", "last_seen", "policy_version"]]
+                 if not shown.empty else shown, hide_index=True, width="stretch")
+
+    if ui.can("session.unpin") and not shown.empty:
+        st.markdown("**Unpin a session**: its next request is classified afresh and may land on another tier.")
+        key = st.selectbox("Session", shown["session_key"].tolist(), key="unpin_key")
+        if st.button("Unpin…"):
+            st.session_state["unpin_pending"] = key
+        pending = st.session_state.get("unpin_pending")
+        if pending:
+            st.warning(f"Unpin session `{pending}`? Its conversation may continue on a different tier.")
+            a, b = st.columns(2)
+            if a.button("Confirm unpin", type="primary"):
+                st.session_state.pop("unpin_pending")
+                ui.run_action(f"unpin {pending}", actions.unpin_session, engine=data.engine(), router=data.router(),
+                              actor=ui.user().name, session_key=pending)
+                st.rerun()
+            if b.button("Cancel"):
+                st.session_state.pop("unpin_pending")
+                st.rerun()

@@ -1,0 +1,157 @@
+"""The dashboard's reads, as plain functions of an engine (no Streamlit), so the benchmark times exactly what
+the pages run. Aggregation happens in SQL over the indexed columns (ts, tier, deployment, model+ts); only
+small result sets come back. Works on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+
+def _since(window_s: float, now: datetime | None = None) -> datetime:
+    return (now or datetime.now(timezone.utc)) - timedelta(seconds=window_s)
+
+
+def _bucket_expr(engine: Engine, bucket_s: int) -> str:
+    # Integer epoch bucket of ts. SQLite stores ts as ISO text (UTC); PostgreSQL as timestamptz.
+    if engine.dialect.name == "sqlite":
+        return f"(CAST(strftime('%s', ts) AS INTEGER) / {int(bucket_s)}) * {int(bucket_s)}"
+    return f"(FLOOR(EXTRACT(EPOCH FROM ts) / {int(bucket_s)}) * {int(bucket_s)})::bigint"
+
+
+def _ts_param(engine: Engine, dt: datetime) -> Any:
+    # SQLite compares the stored naive-UTC text; give it the same shape.
+    if engine.dialect.name == "sqlite":
+        return dt.astimezone(timezone.utc).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return dt
+
+
+def _frame(engine: Engine, sql: str, **params: Any) -> pd.DataFrame:
+    with engine.connect() as conn:
+        res = conn.execute(text(sql), params)
+        return pd.DataFrame(res.fetchall(), columns=list(res.keys()))
+
+
+def tier_timeseries(engine: Engine, *, window_s: float = 900, bucket_s: int = 10,
+                    now: datetime | None = None) -> pd.DataFrame:
+    """Per tier and time bucket: requests/s, tokens/s, error rate, mean and max latency."""
+    b = _bucket_expr(engine, bucket_s)
+    df = _frame(engine, f"""
+        SELECT {b} AS bucket, tier, COUNT(*) AS requests,
+               COALESCE(SUM(completion_tokens), 0) AS tokens,
+               SUM(CASE WHEN status >= 500 THEN 1 ELSE 0 END) AS errors,
+               AVG(latency_ms) AS mean_latency_ms
+        FROM request_log WHERE ts >= :since AND tier IS NOT NULL
+        GROUP BY bucket, tier ORDER BY bucket""", since=_ts_param(engine, _since(window_s, now)))
+    if df.empty:
+        return df.assign(time=pd.Series(dtype="datetime64[ns, UTC]"), rps=[], tokens_s=[], error_rate=[])
+    df["time"] = pd.to_datetime(df["bucket"].astype("int64"), unit="s", utc=True)
+    df["rps"] = df["requests"] / bucket_s
+    df["tokens_s"] = df["tokens"] / bucket_s
+    df["error_rate"] = df["errors"] / df["requests"]
+    return df
+
+
+def tier_share(engine: Engine, *, window_s: float = 900, now: datetime | None = None) -> pd.DataFrame:
+    df = _frame(engine, """
+        SELECT tier, COUNT(*) AS requests FROM request_log
+        WHERE ts >= :since AND tier IS NOT NULL GROUP BY tier""", since=_ts_param(engine, _since(window_s, now)))
+    total = df["requests"].sum() if not df.empty else 0
+    df["share"] = df["requests"] / total if total else 0.0
+    return df
+
+
+def deployment_summary(engine: Engine, *, window_s: float = 900, now: datetime | None = None) -> pd.DataFrame:
+    return _frame(engine, """
+        SELECT deployment, tier, COUNT(*) AS requests,
+               SUM(CASE WHEN status >= 500 THEN 1 ELSE 0 END) AS errors, AVG(latency_ms) AS mean_latency_ms
+        FROM request_log WHERE ts >= :since AND deployment IS NOT NULL
+        GROUP BY deployment, tier ORDER BY requests DESC""", since=_ts_param(engine, _since(window_s, now)))
+
+
+def replay_rows(engine: Engine, *, limit: int = 500) -> pd.DataFrame:
+    """The newest logged requests that carry what classification needs (body + x- headers)."""
+    df = _frame(engine, """
+        SELECT id, ts, tier, rules, score, policy_version, replay FROM request_log
+        WHERE replay IS NOT NULL ORDER BY id DESC LIMIT :n""", n=int(limit))
+    import json
+
+    for col in ("rules", "replay"):  # raw SQL hands JSON back as text on SQLite
+        df[col] = df[col].map(lambda v: json.loads(v) if isinstance(v, str) else v)
+    return df
+
+
+def pinned_sessions(engine: Engine, *, limit: int = 2000, now: datetime | None = None) -> pd.DataFrame:
+    """Live pins with the number of requests each session made (index on request_log.session_key)."""
+    now = now or datetime.now(timezone.utc)
+    return _frame(engine, """
+        SELECT p.session_key, p.model, p.tier, p.arm, p.deployment, p.policy_version,
+               p.created_at AS since, p.last_used AS last_seen, p.expires_at,
+               (SELECT COUNT(*) FROM request_log r WHERE r.session_key = p.session_key) AS requests
+        FROM session_pin p WHERE p.expires_at > :now
+        ORDER BY p.last_used DESC LIMIT :n""", now=_ts_param(engine, now), n=int(limit))
+
+
+def pin_failures(engine: Engine, *, window_s: float = 3600, now: datetime | None = None) -> pd.DataFrame:
+    """Per tier: 503s of pinned sessions (the router's error names the session as pinned)."""
+    return _frame(engine, """
+        SELECT tier, COUNT(*) AS pinned_503s FROM request_log
+        WHERE ts >= :since AND status = 503 AND session_key IS NOT NULL AND error LIKE '%(pinned)%'
+        GROUP BY tier""", since=_ts_param(engine, _since(window_s, now)))
+
+
+def arm_guard_series(engine: Engine, *, model: str, window_s: float = 900, bucket_s: int = 30,
+                     now: datetime | None = None) -> pd.DataFrame:
+    """Per canary arm and bucket: requests, error rate, p95 latency and p95 TTFT (nearest-rank, in SQL with
+    window functions; uses the (model, ts) index)."""
+    b = _bucket_expr(engine, bucket_s)
+    df = _frame(engine, f"""
+        WITH x AS (
+            SELECT arm, {b} AS bucket, status, latency_ms, ttft_ms,
+                   ROW_NUMBER() OVER (PARTITION BY arm, {b} ORDER BY latency_ms) AS rl,
+                   ROW_NUMBER() OVER (PARTITION BY arm, {b} ORDER BY COALESCE(ttft_ms, 1e12)) AS rt,
+                   COUNT(*) OVER (PARTITION BY arm, {b}) AS n,
+                   COUNT(ttft_ms) OVER (PARTITION BY arm, {b}) AS nt
+            FROM request_log WHERE model = :model AND ts >= :since AND arm IS NOT NULL)
+        SELECT arm, bucket, MAX(n) AS requests,
+               SUM(CASE WHEN status >= 500 THEN 1 ELSE 0 END) * 1.0 / MAX(n) AS error_rate,
+               MIN(CASE WHEN rl >= 0.95 * n THEN latency_ms END) AS p95_latency_ms,
+               MIN(CASE WHEN rt >= 0.95 * nt AND ttft_ms IS NOT NULL THEN ttft_ms END) AS p95_ttft_ms
+        FROM x GROUP BY arm, bucket ORDER BY bucket""", model=model, since=_ts_param(engine, _since(window_s, now)))
+    if not df.empty:
+        df["time"] = pd.to_datetime(df["bucket"].astype("int64"), unit="s", utc=True)
+    return df
+
+
+def audit_events(engine: Engine, *, actor: str | None = None, action_prefix: str | None = None,
+                 search: str | None = None, since: datetime | None = None, limit: int = 500) -> pd.DataFrame:
+    where, params = ["1=1"], {"n": int(limit)}
+    if actor:
+        where.append("actor = :actor")
+        params["actor"] = actor
+    if action_prefix:
+        where.append("action LIKE :prefix")
+        params["prefix"] = action_prefix + "%"
+    if search:
+        where.append("(subject LIKE :q OR CAST(detail AS TEXT) LIKE :q)")
+        params["q"] = f"%{search}%"
+    if since:
+        where.append("at >= :since")
+        params["since"] = _ts_param(engine, since)
+    return _frame(engine, f"""
+        SELECT id, at, actor, action, subject, version_before, version_after, detail FROM audit_event
+        WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT :n""", **params)
+
+
+def audit_facets(engine: Engine) -> tuple[list[str], list[str]]:
+    actors = _frame(engine, "SELECT DISTINCT actor FROM audit_event ORDER BY actor")["actor"].tolist()
+    actions = _frame(engine, "SELECT DISTINCT action FROM audit_event ORDER BY action")["action"].tolist()
+    return actors, actions
+
+
+def request_count(engine: Engine) -> int:
+    return int(_frame(engine, "SELECT COUNT(*) AS n FROM request_log")["n"].iloc[0])

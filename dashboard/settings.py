@@ -1,0 +1,21 @@
+"""Dashboard settings: one pydantic-settings class, from `QUANTROUTE_DASHBOARD_*` environment variables
+(`make demo` sets them; see the README's dashboard section)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class DashboardSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="QUANTROUTE_DASHBOARD_", extra="ignore", frozen=True)
+
+    db_url: str | None = Field(default=None, description="SQLAlchemy URL; default $DATABASE_URL or data/quantroute.db")
+    policies_dir: Path = Path("policies")
+    router_url: str | None = Field(default=None, description="Router base URL for the admin API, e.g. http://127.0.0.1:8080")
+    admin_token: str | None = Field(default=None, description="The router's admin bearer token")
+    eval_suite: Path = Path("data/evals/smoke.jsonl")
+    eval_runs_dir: Path = Path("data/evals/runs")
+    cache_ttl_s: float = Field(default=5.0, gt=0, description="How long query results are reused")
