@@ -1,0 +1,191 @@
+"""What the rollout service reads (I/O, read-only): eval runs, the request log per arm, nodes and their
+health, load-test runs. Each function returns plain values for the pure modules (guards, checklist)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import httpx
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from quantroute.db.engine import session as db_session
+from quantroute.db.eval import EvalRun
+from quantroute.db.node import list_nodes
+from quantroute.db.request_log import RequestLog
+from quantroute.policy.model import CanarySpec, Policy
+from quantroute.rollout.checklist import Fact
+from quantroute.rollout.guards import ArmStats, arm_stats
+
+COVERAGE = {"math": ("math",), "code": ("code",), "tool calling/JSON": ("json", "structured"),
+            "multilingual": ("multilingual",), "long context": ("long_context",)}
+
+
+@dataclass(frozen=True)
+class GateState:
+    """The eval gate of one candidate vs its baseline on the pinned suite."""
+    passing: EvalRun | None  # the newest run on the pinned suite, when it passed
+    failed: str | None  # its verdict, when it failed
+    detail: str
+
+
+def suite_matches(run: EvalRun, pin: str) -> bool:
+    """The metadata pins a suite by name, by hash (or a hash prefix), or both as NAME@HASH."""
+    name, _, digest = pin.partition("@")
+    if digest:
+        return run.suite_name == name and run.suite_hash.removeprefix("sha256:").startswith(
+            digest.removeprefix("sha256:"))
+    return pin == run.suite_name or (len(pin) >= 12 and run.suite_hash.removeprefix("sha256:").startswith(
+        pin.removeprefix("sha256:")))
+
+
+def eval_gate(engine: Engine, spec: CanarySpec, pin: str, *, since: datetime | None = None) -> GateState:
+    """Newest finished run of the candidate vs the canary's baseline on the pinned suite decides."""
+    with db_session(engine) as s:
+        q = (select(EvalRun).where(EvalRun.candidate_deployment == spec.candidate,
+                                   EvalRun.baseline_deployment == spec.baseline, EvalRun.status == "done")
+             .order_by(EvalRun.id.desc()))  # type: ignore[union-attr]
+        runs = list(s.exec(q))
+    if since is not None:
+        runs = [r for r in runs if _aware(r.created_at) >= since]
+    pinned = [r for r in runs if suite_matches(r, pin)]
+    if not pinned:
+        others = ", ".join(f"run {r.id} on {r.suite_name!r}" for r in runs[:3])
+        return GateState(None, None, f"no finished eval run of {spec.candidate} vs {spec.baseline} on the pinned "
+                                     f"suite {pin!r}" + (f" (found {others})" if others else ""))
+    run = pinned[0]
+    if run.gate_passed:
+        return GateState(run, None, f"run {run.id} on {run.suite_name} ({run.suite_hash[:19]}) passed")
+    summary = "; ".join(r.get("message", "") for r in (run.verdict or {}).get("reasons", [])) or "gate failed"
+    return GateState(None, f"run {run.id}: {summary}", f"run {run.id} on {run.suite_name} failed: {summary}")
+
+
+def eval_coverage(run: EvalRun | None) -> Fact:
+    if run is None:
+        return Fact(ok=None, detail="no passing eval run yet")
+    cats = {c.get("name") for c in (run.report or {}).get("categories", []) if c.get("n", 0) > 0}
+    missing = [label for label, names in COVERAGE.items() if not cats & set(names)]
+    if missing:
+        return Fact(ok=False, detail=f"run {run.id} lacks {', '.join(missing)}")
+    return Fact(ok=True, detail=f"run {run.id} covers {', '.join(COVERAGE)}")
+
+
+def arm_window(engine: Engine, *, model: str, deployment: str, start: datetime, end: datetime) -> ArmStats:
+    """One arm's figures from the request log. Arms are told apart by deployment: the router tags every
+    request of the model with an arm, but only the canary's tier serves the two deployments."""
+    with db_session(engine) as s:
+        q = select(RequestLog.status, RequestLog.latency_ms, RequestLog.ttft_ms).where(
+            RequestLog.model == model, RequestLog.deployment == deployment,
+            RequestLog.ts >= start, RequestLog.ts <= end)
+        rows = [tuple(r) for r in s.exec(q)]
+    return arm_stats(rows)  # type: ignore[arg-type]
+
+
+class RouterAdmin:
+    """The router replicas' admin API (node health, session pins). Optional: without it the node table
+    stands in and health is unknown."""
+
+    def __init__(self, urls: list[str], token: str, *, transport: httpx.BaseTransport | None = None,
+                 timeout: float = 5.0) -> None:
+        self.urls = [u.rstrip("/") for u in urls]
+        self.client = httpx.Client(headers={"authorization": f"Bearer {token}"}, timeout=timeout,
+                                   transport=transport)
+
+    def nodes(self) -> list[dict]:
+        out: dict[str, dict] = {}
+        for url in self.urls:
+            for n in self.client.get(f"{url}/admin/nodes").raise_for_status().json()["nodes"]:
+                prev = out.get(n["key"])
+                out[n["key"]] = n if prev is None else {**n, "healthy": prev["healthy"] and n["healthy"]}
+        return list(out.values())
+
+    def unpin(self, key: str) -> None:
+        """Drop one session pin from every replica's cache (and the shared table)."""
+        for url in self.urls:
+            r = self.client.delete(f"{url}/admin/sessions/{key}")
+            if r.status_code not in (200, 404):
+                r.raise_for_status()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def node_facts(engine: Engine, router: RouterAdmin | None, spec: CanarySpec) -> dict[str, Fact]:
+    """baseline_healthy and isolated_node, from the router when there is one, else the node table."""
+    if router is not None:
+        try:
+            nodes = router.nodes()
+            source = "router"
+        except httpx.HTTPError as e:
+            nodes, source = None, f"router admin API unreachable ({e})"
+    else:
+        nodes, source = None, "no router admin API configured"
+    if nodes is None:
+        with db_session(engine) as s:
+            nodes = [{"key": r.key, "url": r.url, "deployment": r.deployment, "healthy": None}
+                     for r in list_nodes(session=s)]
+    base = [n for n in nodes if n["deployment"] == spec.baseline]
+    cand = [n for n in nodes if n["deployment"] == spec.candidate]
+    facts: dict[str, Fact] = {}
+    if not cand:
+        facts["isolated_node"] = Fact(ok=None, detail=f"no node serves {spec.candidate} yet")
+    else:
+        shared = {n["url"] for n in cand} & {n["url"] for n in base}
+        facts["isolated_node"] = Fact(ok=not shared, detail=(f"shares {', '.join(shared)} with the baseline"
+                                                            if shared else f"{len(cand)} node(s) of its own"))
+    healthy = [n for n in base if n["healthy"]]
+    if not base:
+        facts["baseline_healthy"] = Fact(ok=False, detail=f"no node serves the baseline {spec.baseline}")
+    elif source != "router":
+        facts["baseline_healthy"] = Fact(ok=None, detail=f"{len(base)} baseline node(s) registered, health "
+                                                         f"unknown: {source}")
+    else:
+        facts["baseline_healthy"] = Fact(ok=bool(healthy), detail=f"{len(healthy)}/{len(base)} baseline node(s) "
+                                                                 "healthy on the router")
+    return facts
+
+
+def staircase_fact(engine: Engine, deployment: str, target_concurrency: int | None) -> Fact:
+    """The load tester stores its runs in the DB; until its table exists this item falls back to a person.
+    Looks for a table named like load test runs with a deployment column and a concurrency column."""
+    tables = inspect(engine).get_table_names()
+    for name in tables:
+        if not (name.startswith("loadtest") or name.startswith("load_test")):
+            continue
+        cols = {c["name"] for c in inspect(engine).get_columns(name)}
+        dep = next((c for c in ("deployment", "target_deployment", "candidate") if c in cols), None)
+        conc = next((c for c in ("max_concurrency", "target_concurrency", "concurrency") if c in cols), None)
+        if dep is None or conc is None:
+            continue
+        with engine.connect() as c:
+            best = c.execute(text(f'SELECT MAX("{conc}") FROM "{name}" WHERE "{dep}" = :d'), {"d": deployment}).scalar()
+        if best is None:
+            return Fact(ok=None, detail=f"no staircase run of {deployment} in {name}")
+        if target_concurrency is not None and best < target_concurrency:
+            return Fact(ok=False, detail=f"staircase reached concurrency {best} < target {target_concurrency}")
+        return Fact(ok=True, detail=f"staircase run in {name} reached concurrency {best}")
+    return Fact(ok=None, detail="the load tester's run table is not in this database")
+
+
+def metadata_fact(policy: Policy, deployment: str, missing: tuple[str, ...]) -> Fact:
+    if missing:
+        return Fact(ok=False, detail=f"missing {', '.join(missing)}")
+    m = policy.deployments[deployment]
+    return Fact(ok=True, detail=f"{m.checksum}, {m.format}/{m.method}, calibration {m.calibration_set}")
+
+
+def guards_fact(spec: CanarySpec) -> Fact:
+    g = spec.guards
+    gradual = len(spec.steps) >= 2 and spec.steps[0] <= 25
+    detail = (f"errors <= {g.max_error_rate:.1%}, p95 <= {g.max_p95_latency_ratio:g}x, TTFT <= "
+              f"{g.max_ttft_ratio:g}x over {g.window_s}s (min {g.min_requests} requests); steps "
+              f"{', '.join(f'{s:g}%' for s in spec.steps)}")
+    return Fact(ok=gradual, detail=detail if gradual else detail + " - not gradual (first step above 25%)")
+
+
+def _aware(dt: datetime) -> datetime:
+    from datetime import timezone
+
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)

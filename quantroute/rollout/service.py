@@ -1,0 +1,398 @@
+"""The rollout service: the I/O edge around the pure state machine. These are the functions the CLI and the
+dashboard call; each takes the logical model and the acting person, and returns the rollout's status or
+raises `RolloutRefused` with the machine's reason.
+
+    svc = RolloutService(PolicyStore("policies", engine), router=RouterAdmin([url], token))
+    svc.start("llama3-8b", candidate="llama3-8b-awq-w4a16-v2", by="alice")
+    svc.check_gate("llama3-8b")          # gated -> awaiting-approval once a passing eval run exists
+    svc.tick("llama3-8b", ["kernel_support"], by="carol")   # checklist items only a person can know
+    svc.approve("llama3-8b", by="bob")   # a reviewer other than the starter; candidate at the first step
+    svc.step("llama3-8b", by="alice")    # next percent, only when the guards pass
+    svc.evaluate_guards("llama3-8b")     # breach -> automatic rollback; pass + dwell -> auto-advance
+    svc.rollback("llama3-8b", by="alice", reason="...")   # any phase, no approval, at once
+
+Every transition that changes traffic writes a new policy version (author `rollout`) and activates it: steps
+and the promotion are approved on the store by the rollout's reviewer (their approval covers its steps);
+rollbacks use the store's emergency activation, which needs no approval and is recorded as such. The router
+hot-reloads the active version from the pointer file at once and from the DB within its poll interval."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel
+
+from quantroute.db import audit
+from quantroute.db import rollout as db
+from quantroute.db.audit import utcnow
+from quantroute.db.engine import session as db_session
+from quantroute.policy.model import CanarySpec, Policy
+from quantroute.policy.store import PolicyConflictError, PolicyStore
+from quantroute.rollout import checklist as cl
+from quantroute.rollout import facts, machine, versions
+from quantroute.rollout.guards import GuardVerdict, Window, evaluate
+from quantroute.rollout.machine import Phase
+from quantroute.rollout.pins import release_candidate_pins
+
+SYSTEM = "rollout"  # author of the policy versions a rollout writes
+GUARD_ACTOR = "rollout-guard"
+
+
+class RolloutRefused(Exception):
+    """An action the state machine (or a precondition) refused; the message says why and what is allowed."""
+
+    def __init__(self, reason: str, allowed: tuple[str, ...] = ()) -> None:
+        super().__init__(reason)
+        self.reason, self.allowed = reason, allowed
+
+
+class RolloutStatus(BaseModel):
+    """Everything a person needs to judge a rollout: status, gate, checklist, guards and the event trail."""
+
+    id: int
+    model: str
+    candidate: str
+    baseline: str
+    phase: str
+    steps: list[float]
+    step_index: int
+    percent: float
+    started_at: datetime
+    updated_at: datetime
+    started_by: str
+    approved_by: str | None
+    policy_version: int | None
+    message: str
+    aborted_reason: str | None
+    breach: dict[str, Any] | None
+    gate: str
+    checklist: list[cl.ItemView]
+    guards: GuardVerdict | None
+    events: list[dict[str, Any]]
+
+
+class RolloutService:
+    def __init__(self, store: PolicyStore, *, router: facts.RouterAdmin | None = None,
+                 clock: Callable[[], datetime] = utcnow, target_concurrency: int | None = None) -> None:
+        self.store = store
+        self.engine = store.engine
+        self.router = router
+        self.clock = clock
+        self.target_concurrency = target_concurrency
+
+    # ---- actions -----------------------------------------------------------------------------------------
+
+    def start(self, model: str, *, candidate: str, by: str) -> RolloutStatus:
+        """Start a rollout of `candidate` for `model`. The active policy's canary spec for the model must name
+        this candidate (spec is desired state: change it with a reviewed policy version)."""
+        policy = self.store.active()
+        spec = policy.canary_for(model)
+        if spec is None:
+            raise RolloutRefused(f"start refused: policy version {policy.version} has no canary for {model!r}; "
+                                 "add one under canaries (model, baseline, candidate, steps, guards)")
+        if candidate != spec.candidate and candidate != spec.baseline:
+            raise RolloutRefused(f"start refused: the canary of {model!r} in policy version {policy.version} "
+                                 f"names candidate {spec.candidate!r}, not {candidate!r}; change the spec first")
+        if by == SYSTEM:
+            raise RolloutRefused(f"start refused: {SYSTEM!r} is the system's name; give a person's name")
+        live = self._row(model)
+        state = self._state(live)
+        missing = versions.missing_metadata(policy, candidate)
+        pin = policy.deployments[candidate].eval_suite if candidate in policy.deployments else ""
+        gate = facts.eval_gate(self.engine, spec, pin) if pin else None
+        out = machine.decide(state, machine.Start(by=by, candidate=candidate, baseline=spec.baseline,
+                                                  steps=tuple(spec.steps), missing_metadata=missing,
+                                                  eval_failed=gate.failed if gate else None))
+        if isinstance(out, machine.Refusal):
+            if live is not None and live.id is not None:
+                self._refused(live, by, "start", out.reason)
+            raise RolloutRefused(out.reason, out.allowed)
+        now = self.clock()
+        with db_session(self.engine) as s:
+            row = db.create_rollout(session=s, rollout=db.Rollout(
+                model=model, candidate=candidate, baseline=spec.baseline, phase=out.state.phase.value,  # type: ignore[union-attr]
+                steps=list(spec.steps), started_at=now, updated_at=now, step_at=now, started_by=by,
+                start_version=policy.version, policy_version=policy.version, message=out.message))
+            self._event(s, row, by, "start", None, 0.0, policy.version, policy.version, out.message)
+            s.commit()
+        return self.check_gate(model) if gate and gate.passing else self.status(model)
+
+    def check_gate(self, model: str, *, by: str = "eval-gate") -> RolloutStatus:
+        """While gated: open the gate if the newest eval run on the pinned suite passed."""
+        row = self._live(model)
+        if row.phase == Phase.gated.value:
+            spec, policy = self._spec(row)
+            gate = facts.eval_gate(self.engine, spec, policy.deployments[row.candidate].eval_suite)
+            if gate.passing is None:
+                raise RolloutRefused(f"the eval gate is closed: {gate.detail}")
+            row.eval_run_id = gate.passing.id
+            self._apply(row, by, machine.EvalPassed(run_id=gate.passing.id or 0))
+        return self.status(model)
+
+    def approve(self, model: str, *, by: str) -> RolloutStatus:
+        """A reviewer who did not start the rollout; refused while a required checklist item is open.
+        The candidate gets the first step's share of new sessions."""
+        row = self._live(model)
+        if row.phase == Phase.gated.value:
+            self.check_gate(model)
+            row = self._live(model)
+        if by == SYSTEM:
+            raise RolloutRefused(f"approve refused: {SYSTEM!r} is the system's name; give a person's name")
+        open_items = tuple(self.checklist(model).open_required) if row.phase == Phase.awaiting_approval.value else ()
+        if by != row.started_by and not open_items:
+            row.approved_by = by  # the version written below is approved on the store by this reviewer
+        return self._act(row, by, machine.Approve(by=by, open_items=open_items))
+
+    def step(self, model: str, *, by: str) -> RolloutStatus:
+        """To the next percent, when the guards pass (inconclusive holds; a breach rolls back)."""
+        return self._advance(model, by, machine.Step)
+
+    def promote(self, model: str, *, by: str) -> RolloutStatus:
+        """At the last step, with passing guards: the candidate becomes the baseline of its tier."""
+        return self._advance(model, by, machine.Promote)
+
+    def pause(self, model: str, *, by: str) -> RolloutStatus:
+        return self._act(self._live(model), by, machine.Pause())
+
+    def resume(self, model: str, *, by: str) -> RolloutStatus:
+        return self._act(self._live(model), by, machine.Resume())
+
+    def rollback(self, model: str, *, by: str, reason: str = "") -> RolloutStatus:
+        """One action from any phase, no approval: a new version with the canary at 0% activated at once
+        (the promotion undone when promoted), then candidate session pins are released to the baseline."""
+        return self._act(self._live(model, finished_ok=True), by, machine.Rollback(reason=reason or f"by {by}"))
+
+    def tick(self, model: str, items: list[str], *, by: str, note: str = "") -> RolloutStatus:
+        """A named person ticks checklist items the system cannot know."""
+        row = self._live(model, finished_ok=True)
+        found = self._facts(row)
+        for item in items:
+            why = cl.person_may_tick(item, found)
+            if why:
+                raise RolloutRefused(f"tick refused: {why}")
+        with db_session(self.engine) as s:
+            for item in items:
+                db.tick(session=s, rollout_id=row.id, item=item, by=by, note=note)  # type: ignore[arg-type]
+            audit.record(s, actor=by, action="rollout.tick", subject=model,
+                         detail={"rollout_id": row.id, "items": items, "note": note})
+            s.commit()
+        return self.status(model)
+
+    # ---- guards ------------------------------------------------------------------------------------------
+
+    def guard_verdict(self, model: str) -> GuardVerdict | None:
+        """The guards over the current window, without acting on them (None: no traffic on the candidate)."""
+        row = self._row(model)
+        if row is None or row.phase not in (Phase.progressing.value, Phase.paused.value):
+            return None
+        return self._verdict(row)
+
+    def evaluate_guards(self, model: str, *, by: str = GUARD_ACTOR) -> GuardVerdict | None:
+        """Breach -> automatic rollback (guard, figures and window recorded); inconclusive -> the step holds;
+        pass -> auto-advance when the canary has `auto_advance_s` and the current step has dwelt that long."""
+        row = self._row(model)
+        if row is None or row.phase not in (Phase.progressing.value, Phase.paused.value):
+            return None
+        v = self._verdict(row)
+        if v.status == "breach":
+            row.breach = v.model_dump(mode="json")
+            self._apply(row, by, machine.GuardBreach(summary=v.summary), detail={"verdict": row.breach})
+        elif v.status == "inconclusive":
+            if row.phase == Phase.progressing.value and not row.message.startswith("held"):
+                self._apply(row, by, machine.GuardInconclusive(summary=v.summary))
+        else:
+            spec, _ = self._spec(row)
+            dwelt = (self.clock() - row.step_at).total_seconds()
+            if (spec.auto_advance_s and row.phase == Phase.progressing.value and dwelt >= spec.auto_advance_s
+                    and row.step_index < len(row.steps) - 1):
+                self._apply(row, by, machine.DwellElapsed(guards="pass", why=v.summary))
+        return v
+
+    def _verdict(self, row: db.Rollout) -> GuardVerdict:
+        spec, policy = self._spec(row)
+        g, now = spec.guards, self.clock()
+        first = _at(row.history[0]) if row.history else row.step_at
+        start = max(now - timedelta(seconds=g.window_s), first)
+        cand = facts.arm_window(self.engine, model=row.model, deployment=row.candidate, start=start, end=now)
+        base = facts.arm_window(self.engine, model=row.model, deployment=row.baseline, start=start, end=now)
+        window = Window(start=start, end=now)
+        full = [h for h in row.history if h["percent"] >= 100]
+        if full and base.requests < g.min_requests:
+            # At 100% new sessions no longer reach the baseline: compare with its last window before that.
+            t100 = _at(full[-1])
+            bstart = max(t100 - timedelta(seconds=g.window_s), first)
+            base = facts.arm_window(self.engine, model=row.model, deployment=row.baseline, start=bstart, end=t100)
+            window = Window(start=start, end=now, baseline_start=bstart, baseline_end=t100)
+        failure = None
+        if g.require_eval_pass:
+            fresh = facts.eval_gate(self.engine, spec, policy.deployments[row.candidate].eval_suite,
+                                    since=row.started_at)
+            failure = fresh.failed
+        return evaluate(base, cand, g, window, eval_failure=failure)
+
+    # ---- reading -----------------------------------------------------------------------------------------
+
+    def status(self, model: str) -> RolloutStatus:
+        row = self._live(model, finished_ok=True)
+        spec, policy = self._spec(row)
+        gate = facts.eval_gate(self.engine, spec, policy.deployments[row.candidate].eval_suite)
+        with db_session(self.engine) as s:
+            events = [e.model_dump(mode="json", exclude={"rollout_id"}) for e in db.events_of(session=s, rollout_id=row.id)]  # type: ignore[arg-type]
+        return RolloutStatus(id=row.id, model=row.model, candidate=row.candidate, baseline=row.baseline,  # type: ignore[arg-type]
+                             phase=row.phase, steps=row.steps, step_index=row.step_index, percent=row.percent,
+                             started_at=row.started_at, updated_at=row.updated_at, started_by=row.started_by,
+                             approved_by=row.approved_by, policy_version=row.policy_version, message=row.message,
+                             aborted_reason=row.aborted_reason, breach=row.breach, gate=gate.detail,
+                             checklist=self._checklist(row).items, guards=self.guard_verdict(model), events=events)
+
+    def checklist(self, model: str) -> cl.Checklist:
+        return self._checklist(self._live(model, finished_ok=True))
+
+    def list(self, model: str | None = None) -> list[db.Rollout]:
+        with db_session(self.engine) as s:
+            return db.list_rollouts(session=s, model=model)
+
+    def _checklist(self, row: db.Rollout) -> cl.Checklist:
+        with db_session(self.engine) as s:
+            ticks = {k: v.ticked_by for k, v in db.ticks_of(session=s, rollout_id=row.id).items()}  # type: ignore[arg-type]
+        return cl.evaluate(self._facts(row), ticks)
+
+    def _facts(self, row: db.Rollout) -> dict[str, cl.Fact]:
+        spec, policy = self._spec(row)
+        meta = policy.deployments.get(row.candidate)
+        gate = facts.eval_gate(self.engine, spec, meta.eval_suite if meta else "")
+        out = {"artifact_metadata": facts.metadata_fact(policy, row.candidate,
+                                                        versions.missing_metadata(policy, row.candidate)),
+               "eval_gate": cl.Fact(ok=gate.passing is not None, detail=gate.detail),
+               "eval_coverage": facts.eval_coverage(gate.passing),
+               "staircase_load_test": facts.staircase_fact(self.engine, row.candidate, self.target_concurrency),
+               "guards_configured": facts.guards_fact(spec)}
+        out.update(facts.node_facts(self.engine, self.router, spec))
+        return out
+
+    # ---- internals ---------------------------------------------------------------------------------------
+
+    def _row(self, model: str) -> db.Rollout | None:
+        with db_session(self.engine) as s:
+            return db.current_rollout(session=s, model=model)
+
+    def _live(self, model: str, *, finished_ok: bool = False) -> db.Rollout:
+        row = self._row(model)
+        if row is None or (not finished_ok and Phase(row.phase).terminal):
+            last = f" (the last one is {row.phase})" if row else ""
+            raise RolloutRefused(f"no rollout of {model!r} in progress{last}; start one with "
+                                 f"`quantroute rollout start {model} --candidate DEPLOYMENT --by USER`", ("start",))
+        return row
+
+    def _spec(self, row: db.Rollout) -> tuple[CanarySpec, Policy]:
+        """The canary spec and the policy carrying the candidate's metadata (after a promotion the active
+        version no longer has the spec, so the version the rollout started from does)."""
+        active = self.store.active()
+        spec = active.canary_for(row.model)
+        if spec is not None and spec.candidate == row.candidate and row.candidate in active.deployments:
+            return spec, active
+        before = self.store.load(row.start_version) if row.start_version else active
+        spec = before.canary_for(row.model)
+        if spec is None:
+            raise RolloutRefused(f"policy version {before.version} has no canary for {row.model!r}")
+        return spec, before
+
+    @staticmethod
+    def _state(row: db.Rollout | None) -> machine.State:
+        if row is None:
+            return machine.State(None)
+        return machine.State(Phase(row.phase), tuple(row.steps), row.step_index, row.percent, row.started_by)
+
+    def _advance(self, model: str, by: str, kind) -> RolloutStatus:
+        row = self._live(model)
+        verdict = self.evaluate_guards(model) if row.phase in (Phase.progressing.value, Phase.paused.value) else None
+        row = self._live(model, finished_ok=True)
+        if verdict is not None and verdict.status == "breach":
+            raise RolloutRefused(f"{machine.action_name(kind)} refused: guards breached, rolled back "
+                                 f"automatically: {verdict.summary}")
+        status = verdict.status if verdict else "pass"
+        return self._act(row, by, kind(guards=status, why=verdict.summary if verdict else ""))
+
+    def _act(self, row: db.Rollout, by: str, action: machine.Action) -> RolloutStatus:
+        self._apply(row, by, action)
+        return self.status(row.model)
+
+    def _refused(self, row: db.Rollout, by: str, name: str, reason: str) -> None:
+        with db_session(self.engine) as s:
+            s.add(db.RolloutEvent(rollout_id=row.id, actor=by, action=name, phase_before=row.phase,  # type: ignore[arg-type]
+                                  phase_after=row.phase, percent_before=row.percent, percent_after=row.percent,
+                                  refused=True, message=reason))
+            s.commit()
+
+    def _apply(self, row: db.Rollout, by: str, action: machine.Action, detail: dict | None = None) -> None:
+        name = machine.action_name(action)
+        out = machine.decide(self._state(row), action)
+        if isinstance(out, machine.Refusal):
+            self._refused(row, by, name, out.reason)
+            raise RolloutRefused(out.reason, out.allowed)
+        before_phase, before_pct = row.phase, row.percent
+        v_before = self.store.active_version()
+        v_after = self._write_version(row, out, name, by) if out.traffic else v_before
+        now = self.clock()
+        row.phase, row.step_index, row.percent = out.state.phase.value, out.state.step_index, out.state.percent  # type: ignore[union-attr]
+        row.updated_at, row.message, row.policy_version = now, out.message, v_after
+        if out.aborted:
+            row.aborted_reason = out.aborted
+        if out.traffic:
+            row.step_at = now
+            row.history = [*row.history, {"percent": row.percent, "at": now.isoformat(), "version": v_after}]
+        with db_session(self.engine) as s:
+            s.merge(row)
+            self._event(s, row, by, name, before_phase, before_pct, v_before, v_after, out.message, detail)
+            s.commit()
+        if out.state.phase == Phase.rolled_back:
+            released = release_candidate_pins(self.engine, model=row.model, router=self.router)
+            if released:
+                with db_session(self.engine) as s:
+                    audit.record(s, actor=by, action="rollout.release_pins", subject=row.model,
+                                 detail={"rollout_id": row.id, "sessions": released})
+                    s.commit()
+
+    def _event(self, s, row: db.Rollout, by: str, name: str, phase_before: str | None, pct_before: float,
+               v_before: int | None, v_after: int | None, message: str, detail: dict | None = None) -> None:
+        db.add_event(session=s, event=db.RolloutEvent(
+            rollout_id=row.id, actor=by, action=name, phase_before=phase_before, phase_after=row.phase,  # type: ignore[arg-type]
+            percent_before=pct_before, percent_after=row.percent, version_before=v_before, version_after=v_after,
+            message=message, detail=detail or {}))
+        audit.record(s, actor=by, action=f"rollout.{name}", subject=row.model, version_before=v_before,
+                     version_after=v_after, detail={"rollout_id": row.id, "candidate": row.candidate,
+                                                    "phase": row.phase, "percent": row.percent, "message": message})
+
+    def _write_version(self, row: db.Rollout, out: machine.Transition, name: str, by: str) -> int:
+        """Write and activate the version that carries this transition's traffic. Retries once when another
+        writer took the version number meanwhile."""
+        for attempt in (1, 2):
+            active = self.store.active()
+            if out.state.phase == Phase.promoted:
+                policy = versions.promoted(active, row.model)
+            elif out.state.phase == Phase.rolled_back and row.phase == Phase.promoted.value:
+                policy = versions.restored(active, self.store.load(row.start_version), row.model)  # type: ignore[arg-type]
+            else:
+                spec = active.canary_for(row.model)
+                if spec is not None and spec.percent == out.state.percent:
+                    return active.version  # already in force (e.g. rolling back before any traffic)
+                policy = versions.with_percent(active, row.model, out.state.percent)
+            message = f"rollout {row.id} ({row.candidate}): {name} by {by}: {out.message}"
+            try:
+                v = self.store.new(parent=active.version, author=SYSTEM, message=message, policy=policy)
+                break
+            except PolicyConflictError:
+                if attempt == 2:
+                    raise
+        if out.state.phase == Phase.rolled_back:
+            self.store.activate(v, by=by, emergency=True, reason=message)
+        else:
+            self.store.approve(v, by=row.approved_by or by, comment=f"covered by the approval of rollout {row.id}")
+            self.store.activate(v, by=by)
+        return v
+
+
+def _at(entry: dict) -> datetime:
+    return datetime.fromisoformat(entry["at"])

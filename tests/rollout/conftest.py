@@ -1,0 +1,188 @@
+"""Rollout tests: a small simulated fleet (baseline int4 deployment on two nodes, the candidate on its own
+node), a policy with a short canary (10 -> 50 -> 100), a router on a free port sharing the test's database,
+and eval runs recorded through the evals' own data functions."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from quantroute.db import eval as evaldb
+from quantroute.db.engine import init_db, make_engine
+from quantroute.db.engine import session as db_session
+from quantroute.fleet import parse_fleet
+from quantroute.policy.loader import validate_data
+from quantroute.policy.store import PolicyStore
+from quantroute.rollout import checklist as cl
+from quantroute.rollout.facts import RouterAdmin
+from quantroute.rollout.service import RolloutService
+from quantroute.router.app import create_app
+from quantroute.router.settings import RouterSettings
+from quantroute.router.testing import running_router
+from quantroute.sim.runner import running_fleet
+
+TOKEN = "rollout-test-token"
+MODEL = "llama3-8b"
+FP16, BASE, CAND = "llama3-8b-fp16", "llama3-8b-awq-w4a16", "llama3-8b-awq-w4a16-v2"
+SUITE = "golden-v1"
+
+FLEET = f"""
+model_shape: llama3-8b
+nodes:
+  - {{id: fp16-a, port: 0, hardware: a100-80g, max_num_seqs: 32, max_model_len: 4096,
+      deployment: {{model: {MODEL}, id: {FP16}, tier: fp16, format: bf16}}}}
+  - {{id: int4-a, port: 0, hardware: a100-80g, max_num_seqs: 32, max_model_len: 4096,
+      deployment: {{model: {MODEL}, id: {BASE}, tier: int4, format: int4, method: awq}}}}
+  - {{id: int4-b, port: 0, hardware: a100-80g, max_num_seqs: 32, max_model_len: 4096,
+      deployment: {{model: {MODEL}, id: {BASE}, tier: int4, format: int4, method: awq}}}}
+  - {{id: int4-v2, port: 0, hardware: a100-80g, max_num_seqs: 32, max_model_len: 4096,
+      deployment: {{model: {MODEL}, id: {CAND}, tier: int4, format: int4, method: awq}}}}
+"""
+
+# Everything a person must tick in these tests (the system knows the rest).
+PERSON_ITEMS = [i.key for i in cl.ITEMS if not i.system and i.required] + ["staircase_load_test"]
+
+
+def policy_data(**canary_over) -> dict:
+    canary = {"model": MODEL, "baseline": BASE, "candidate": CAND, "steps": [10, 50, 100], "percent": 0,
+              "guards": {"max_error_rate": 0.05, "max_p95_latency_ratio": 2.0, "max_ttft_ratio": 2.0,
+                         "window_s": 120, "min_requests": 20, "require_eval_pass": True}}
+    canary.update(canary_over)
+    return {
+        "version": 1, "author": "test", "created_at": "2026-01-01T00:00:00Z", "message": "rollout tests",
+        "tiers": [{"name": "fp16", "deployments": {MODEL: [FP16]}},
+                  {"name": "int4", "deployments": {MODEL: [BASE, CAND]}}],
+        "deployments": {
+            FP16: {"model": MODEL, "format": "bf16", "method": "none", "eval_suite": SUITE, "checksum": "sha256:f1"},
+            BASE: {"model": MODEL, "format": "int4", "method": "awq", "calibration_set": "pile-val-128",
+                   "eval_suite": SUITE, "checksum": "sha256:b4"},
+            CAND: {"model": MODEL, "format": "int4", "method": "awq", "calibration_set": "ultrachat-512",
+                   "eval_suite": SUITE, "checksum": "sha256:c4"}},
+        "rules": [{"name": "precise-work", "weight": 6, "when": {"keywords": {"any": ["python", "equation"]}}},
+                  {"name": "casual", "weight": -2, "when": {"keywords": {"any": ["hi", "joke"]}}}],
+        "thresholds": [{"min_score": 6, "tier": "fp16"}],
+        "sessions": {"affinity": True, "ttl_s": 600, "max_wait_ms": 500, "quiescence_s": 0},
+        "canaries": [canary],
+    }
+
+
+def write_v1(policies: Path, data: dict) -> None:
+    validate_data(data, source="test policy")
+    policies.mkdir(parents=True, exist_ok=True)
+    (policies / "policy-0001.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def record_eval(engine, *, passed: bool, candidate: str = CAND, suite: str = SUITE,
+                categories=("math", "code", "json", "multilingual", "long_context", "chat")) -> int:
+    """An eval run as the harness stores it (the harness itself is tested in tests/evals)."""
+    with db_session(engine) as s:
+        run = evaldb.create_run(session=s, run=evaldb.EvalRun(
+            suite_name=suite, suite_hash="sha256:" + "ab" * 32, n_items=40, baseline_deployment=BASE,
+            candidate_deployment=candidate, candidate_tier="int4"))
+        reasons = [] if passed else [{"check": "category", "scope": "math", "drop": 0.09, "threshold": 0.02,
+                                      "net_items": 4, "message": "math pass rate dropped 9.0 pts (> 2.0 pts)"}]
+        report = {"overall": {"name": "overall", "n": 40},
+                  "categories": [{"name": c, "n": 6} for c in categories]}
+        evaldb.finish_run(session=s, run_id=run.id, status="done", gate_passed=passed, report=report,
+                          verdict={"passed": passed, "reasons": reasons})
+        return run.id
+
+
+@pytest.fixture(scope="module")
+def sim():
+    with running_fleet(parse_fleet(FLEET, source="tests/rollout"), time_scale=0.002) as rf:
+        yield rf
+
+
+@pytest.fixture
+def policies(tmp_path: Path) -> Path:
+    write_v1(tmp_path / "policies", policy_data())
+    return tmp_path / "policies"
+
+
+@pytest.fixture
+def db_engine(tmp_path: Path):
+    eng = make_engine(f"sqlite:///{tmp_path / 'rollout.db'}")
+    init_db(eng)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def store(policies: Path, db_engine) -> PolicyStore:
+    return PolicyStore(policies, db_engine)
+
+
+@pytest.fixture
+def live(sim, tmp_path: Path, policies: Path, db_engine, store):
+    """A router in front of the simulated fleet, sharing the test's DB and policies dir, and a service wired
+    to its admin API. Yields (router_url, service)."""
+    fleet_file = tmp_path / "fleet.yaml"
+    fleet_file.write_text(yaml.safe_dump(sim.fleet.model_dump(mode="json")))
+    settings = RouterSettings(policies_dir=policies, fleet_file=fleet_file, admin_token=TOKEN,
+                              db_url=str(db_engine.url), probe_interval_s=0.2, log_flush_interval_s=0.05,
+                              policy_poll_s=0.2)
+    app = create_app(settings, engine=db_engine)
+    with running_router(settings, app=app) as url:
+        admin = RouterAdmin([url], TOKEN)
+        _wait_healthy(admin)
+        yield url, RolloutService(store, router=admin)
+        admin.close()
+    for node in sim.urls:
+        set_faults(sim, node, error_rate=0.0, extra_latency_ms=0.0, latency_factor=1.0)
+
+
+def _wait_healthy(admin: RouterAdmin) -> None:
+    import time
+
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if all(n["healthy"] for n in admin.nodes()):
+            return
+        time.sleep(0.05)
+    raise AssertionError("router nodes did not become healthy")
+
+
+def set_faults(rf, node_id: str, **faults) -> None:
+    httpx.post(rf.urls[node_id] + "/sim/faults", json=faults, timeout=5).raise_for_status()
+
+
+def send(url: str, sessions: list[str], *, concurrency: int = 16) -> list[httpx.Response]:
+    """One chat request per session id (tolerant prompt: served at int4), concurrently."""
+    async def run() -> list[httpx.Response]:
+        sem = asyncio.Semaphore(concurrency)
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            async def one(sid: str) -> httpx.Response:
+                async with sem:
+                    return await client.post("/v1/chat/completions", headers={"x-session-id": sid}, json={
+                        "model": MODEL, "max_tokens": 4,
+                        "messages": [{"role": "user", "content": "hi, tell me a joke"}]})
+            return await asyncio.gather(*(one(s) for s in sessions))
+    return asyncio.run(run())
+
+
+def candidate_share(responses: list[httpx.Response]) -> float:
+    arms = [r.headers.get("x-quantroute-arm") for r in responses if r.status_code == 200]
+    return sum(a == "candidate" for a in arms) / len(arms)
+
+
+def wait_logged(engine, n: int) -> None:
+    """The router writes its request log in batches: wait until `n` rows are there."""
+    import time
+
+    from sqlalchemy import func
+    from sqlmodel import select
+
+    from quantroute.db.request_log import RequestLog
+
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with db_session(engine) as s:
+            if s.exec(select(func.count()).select_from(RequestLog)).one() >= n:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"request log did not reach {n} rows")

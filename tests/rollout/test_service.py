@@ -1,0 +1,149 @@
+"""The service against a real database and policy store, without a router: start refusals, the eval gate,
+the checklist, approval rules, versions written per traffic change, audit events, pins released."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlmodel import select
+
+from quantroute.db.audit import AuditEvent, utcnow
+from quantroute.db.engine import session as db_session
+from quantroute.db.node import NodeRow, upsert_node
+from quantroute.db.session_pin import SessionPin
+from quantroute.rollout.service import RolloutRefused, RolloutService
+
+from tests.rollout.conftest import BASE, CAND, MODEL, PERSON_ITEMS, policy_data, record_eval, write_v1
+
+
+@pytest.fixture
+def svc(store, db_engine) -> RolloutService:
+    with db_session(db_engine) as s:  # registered nodes, health unknown without a router
+        for key, dep, url in (("int4-a", BASE, "http://127.0.0.1:1/a"), ("int4-v2", CAND, "http://127.0.0.1:1/c")):
+            upsert_node(session=s, row=NodeRow(key=key, url=url, model=MODEL, deployment=dep, tier="int4",
+                                               format="int4"))
+    return RolloutService(store)
+
+
+def ready_for_approval(svc: RolloutService, db_engine) -> None:
+    record_eval(db_engine, passed=True)
+    svc.start(MODEL, candidate=CAND, by="alice")
+    svc.tick(MODEL, PERSON_ITEMS + ["baseline_healthy"], by="carol")
+
+
+def test_start_waits_at_the_gate_until_a_passing_eval_run(svc, db_engine):
+    st = svc.start(MODEL, candidate=CAND, by="alice")
+    assert st.phase == "gated" and "no finished eval run" in st.gate
+    with pytest.raises(RolloutRefused, match="eval gate is closed"):
+        svc.approve(MODEL, by="bob")
+    run = record_eval(db_engine, passed=True)
+    st = svc.check_gate(MODEL)
+    assert st.phase == "awaiting-approval" and f"run {run} " in st.gate
+
+
+def test_a_candidate_failing_its_eval_gate_cannot_start(svc, db_engine):
+    record_eval(db_engine, passed=False)
+    with pytest.raises(RolloutRefused, match="failed its gate.*math pass rate dropped"):
+        svc.start(MODEL, candidate=CAND, by="alice")
+    assert svc.list(MODEL) == []
+
+
+def test_a_failing_run_after_a_passing_one_closes_the_gate(svc, db_engine):
+    svc.start(MODEL, candidate=CAND, by="alice")
+    record_eval(db_engine, passed=True)
+    record_eval(db_engine, passed=False)
+    with pytest.raises(RolloutRefused, match="failed"):
+        svc.check_gate(MODEL)
+    assert svc.status(MODEL).phase == "gated"
+
+
+def test_runs_on_another_suite_do_not_open_the_gate(svc, db_engine):
+    record_eval(db_engine, passed=True, suite="smoke")
+    st = svc.start(MODEL, candidate=CAND, by="alice")
+    assert st.phase == "gated" and "pinned suite 'golden-v1'" in st.gate and "'smoke'" in st.gate
+
+
+def test_start_refuses_the_baseline_id_and_missing_metadata(tmp_path, db_engine, store, svc):
+    with pytest.raises(RolloutRefused, match="reuses the baseline"):
+        svc.start(MODEL, candidate=BASE, by="alice")
+    with pytest.raises(RolloutRefused, match="names candidate"):
+        svc.start(MODEL, candidate="llama3-8b-something-else", by="alice")
+    data = policy_data()
+    data["deployments"][CAND] = {"model": MODEL, "format": "int4", "method": "awq"}
+    write_v1(tmp_path / "p2", data)
+    from quantroute.policy.store import PolicyStore
+    with pytest.raises(RolloutRefused, match="lacks calibration_set, eval_suite, checksum"):
+        RolloutService(PolicyStore(tmp_path / "p2", db_engine)).start(MODEL, candidate=CAND, by="alice")
+
+
+def test_approval_by_the_starter_is_refused(svc, db_engine):
+    ready_for_approval(svc, db_engine)
+    with pytest.raises(RolloutRefused, match="alice started this rollout"):
+        svc.approve(MODEL, by="alice")
+    st = svc.status(MODEL)
+    assert st.phase == "awaiting-approval"
+    assert st.events[-1]["refused"] and st.events[-1]["actor"] == "alice"
+
+
+def test_approval_refused_while_a_required_item_is_open(svc, db_engine):
+    record_eval(db_engine, passed=True)
+    svc.start(MODEL, candidate=CAND, by="alice")
+    svc.tick(MODEL, PERSON_ITEMS, by="carol")  # baseline health unknown without a router: still open
+    with pytest.raises(RolloutRefused, match="open: baseline_healthy"):
+        svc.approve(MODEL, by="bob")
+
+
+def test_system_items_cannot_be_ticked_by_a_person(svc, db_engine):
+    svc.start(MODEL, candidate=CAND, by="alice")
+    with pytest.raises(RolloutRefused, match="eval_gate is checked by the system"):
+        svc.tick(MODEL, ["eval_gate"], by="carol")
+    with pytest.raises(RolloutRefused, match="unknown checklist item"):
+        svc.tick(MODEL, ["vibes"], by="carol")
+
+
+def test_checklist_ticks_name_who(svc, db_engine):
+    ready_for_approval(svc, db_engine)
+    items = {i.key: i for i in svc.checklist(MODEL).items}
+    assert items["eval_gate"].by == "system" and items["artifact_metadata"].by == "system"
+    assert "sha256:c4" in items["artifact_metadata"].detail
+    assert items["kernel_support"].by == "carol"
+    assert items["eval_coverage"].done and items["isolated_node"].done
+    assert not items["peak_slo"].done and not items["peak_slo"].required
+
+
+def test_approve_step_rollback_write_versions_and_audit(svc, db_engine, store):
+    ready_for_approval(svc, db_engine)
+    st = svc.approve(MODEL, by="bob")
+    assert (st.phase, st.percent) == ("progressing", 10)
+    v = store.active_version()
+    assert v == 2 and store.active().canary_for(MODEL).percent == 10
+    assert store.is_approved(v) and store.load(v).author == "rollout"
+    with pytest.raises(RolloutRefused, match="inconclusive"):  # no traffic at all: the step holds
+        svc.step(MODEL, by="alice")
+    with db_session(db_engine) as s:  # a session pinned on the candidate arm before the rollback
+        now = utcnow()
+        s.add(SessionPin(session_key="s1", model=MODEL, tier="int4", arm="candidate", expires_at=now + timedelta(hours=1)))
+        s.add(SessionPin(session_key="s2", model=MODEL, tier="int4", arm="baseline", expires_at=now + timedelta(hours=1)))
+        s.commit()
+    st = svc.rollback(MODEL, by="alice", reason="answers look off")
+    assert (st.phase, st.percent, st.aborted_reason) == ("rolled-back", 0, "answers look off")
+    assert store.active_version() == 3 and store.active().canary_for(MODEL).percent == 0
+    assert not store.is_approved(3)  # emergency activation, no approval needed
+    with db_session(db_engine) as s:
+        assert {p.session_key: p.arm for p in s.exec(select(SessionPin))} == {"s1": "baseline", "s2": "baseline"}
+        actions = [e.action for e in s.exec(select(AuditEvent).order_by(AuditEvent.id))]
+        rb = s.exec(select(AuditEvent).where(AuditEvent.action == "rollout.rollback")).one()
+    assert (rb.version_before, rb.version_after, rb.actor) == (2, 3, "alice")
+    for a in ("rollout.start", "rollout.eval_passed", "rollout.approve", "policy.emergency", "rollout.release_pins"):
+        assert a in actions
+    with pytest.raises(RolloutRefused, match="no rollout of 'llama3-8b' in progress"):
+        svc.step(MODEL, by="alice")
+
+
+def test_rollback_works_from_the_gate_without_writing_a_version(svc, store):
+    svc.start(MODEL, candidate=CAND, by="alice")
+    st = svc.rollback(MODEL, by="alice")
+    assert st.phase == "rolled-back" and store.versions() == [1]
+    st = svc.start(MODEL, candidate=CAND, by="alice")  # a finished rollout can be started again
+    assert st.phase == "gated" and len(svc.list(MODEL)) == 2
