@@ -25,8 +25,8 @@ def test_shipped_default_is_valid():
     p = load_policy(DEFAULT)
     assert p.version == 1
     assert p.tier_ladder() == [Tier.fp16, Tier.fp8, Tier.int8, Tier.int4]
-    assert p.deployment_tier("llama3-8b-instruct-awq-w4a16") == Tier.int4
-    assert p.canary_for("llama3-8b").candidate == "llama3-8b-instruct-awq-w4a16-v2"
+    assert p.deployment_tier("llama3-8b-awq-w4a16") == Tier.int4
+    assert p.canary_for("llama3-8b").candidate == "llama3-8b-awq-w4a16-v2"
     assert p.fleet_warning.top_tier_share == 0.7
 
 
