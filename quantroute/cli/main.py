@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "capacity": "quantroute.cli.capacity:capacity",
     "router": "quantroute.cli.router:router",
     "node": "quantroute.cli.node:node",
+    "loadtest": "quantroute.cli.loadtest:loadtest",
     "user": "quantroute.cli.user:user",
 }
 
