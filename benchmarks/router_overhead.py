@@ -3,7 +3,7 @@
 Full routing is on: policy decision (default-style rules), session pin lookup (x-session-id), request log to
 SQLite, metrics. Prints added p50/p99 latency at concurrency 1, req/s at concurrency 32, added time to first
 byte for streams, and ratios against the direct run.  `--peers` also runs LiteLLM and the Rust vllm-router
-(installed into .peers/ venvs) against the same backend."""
+(installed into .peers/ venvs by benchmarks/support/peers.py) against the same backend."""
 
 from __future__ import annotations
 
@@ -157,10 +157,10 @@ def main() -> None:
         results = [measure("direct (backend)", bport, "/v1/chat/completions", lua, args.seconds, stream_body),
                    measure("quantroute router", rport, "/v1/chat/completions", lua, args.seconds, stream_body)]
         if args.peers:
-            from peers import run_peers  # noqa: PLC0415 - only with --peers
+            from support.peers import run_peers  # noqa: PLC0415 - only with --peers
 
-            results += run_peers(bport, lua, args.seconds, stream_body, measure, tmp)
-        report(results, tmp / "bench.db")
+            results += run_peers(bport, lua, args.seconds, stream_body, measure, tmp, body=body)
+        report(results, tmp / "bench.db", peers=args.peers)
     finally:
         for p in procs:
             p.terminate()
@@ -181,15 +181,23 @@ def register(rport: int, bport: int, deployment: str, tier: str, fmt: str) -> No
     r.raise_for_status()
 
 
-def report(results: list[dict], db: Path) -> None:
+def report(results: list[dict], db: Path, *, peers: bool = False) -> None:
     direct = results[0]
-    print(f"{'target':<22}{'p50 ms':>9}{'p99 ms':>9}{'+p50 ms':>9}{'+p99 ms':>9}{'req/s@32':>11}{'ratio':>7}"
+    print(f"{'target':<22}{'p50 ms':>9}{'p99 ms':>9}{'+p50 ms':>9}{'+p99 ms':>9}{'req/s@32':>11}{'x direct':>9}"
           f"{'TTFB ms':>9}{'+TTFB':>8}{'errors':>8}")
     for r in results:
+        if "unavailable" in r:
+            print(f"{r['label']:<22}  not measured: {r['unavailable']}")
+            continue
         print(f"{r['label']:<22}{r['p50_ms']:>9.3f}{r['p99_ms']:>9.3f}{r['p50_ms'] - direct['p50_ms']:>9.3f}"
-              f"{r['p99_ms'] - direct['p99_ms']:>9.3f}{r['rps32']:>11.0f}{r['rps32'] / direct['rps32']:>7.2f}"
+              f"{r['p99_ms'] - direct['p99_ms']:>9.3f}{r['rps32']:>11.0f}{r['rps32'] / direct['rps32']:>9.2f}"
               f"{r.get('ttfb_ms', float('nan')):>9.3f}{r.get('ttfb_ms', float('nan')) - direct.get('ttfb_ms', 0):>8.3f}"
               f"{r['errors']:>8}")
+    if peers:
+        from support.peers import REFERENCE  # noqa: PLC0415
+
+        print("reference figures from issue #4 (not measured here): "
+              + "; ".join(f"{k} {v}" for k, v in REFERENCE.items()))
     try:
         import sqlite3
 
