@@ -1,0 +1,280 @@
+"""`make demo`: the whole product on one laptop, on free ports, stopped cleanly by Ctrl-C.
+
+Copies policies/ into .demo/ (gitignored), starts the simulated fleet (data/fleet.yaml), the router (that
+policies dir, a SQLite DB under .demo/), background traffic replaying data/traffic/mixed.jsonl (multi-turn
+sessions included), seeds two eval runs (int4 vs fp16 and fp8 vs fp16, smoke suite), creates one user per
+role and starts the dashboard. Every child runs in its own process group; on exit each group is terminated
+and waited for, so nothing is left behind.
+
+    python -m quantroute.demo [--dir .demo] [--dashboard-port 8501] [--no-evals] [--time-scale 0.25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+ROLES = {"olivia": "operator", "rahul": "reviewer", "ana": "analyst"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Stack:
+    dir: Path
+    db_url: str
+    router_url: str
+    dashboard_url: str | None
+    admin_token: str
+    logins: dict[str, tuple[str, str]]  # name -> (role, password)
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+
+def _spawn(name: str, argv: list[str], log_dir: Path, env: dict | None = None) -> subprocess.Popen:
+    log = open(log_dir / f"{name}.log", "ab")
+    # start_new_session: the child leads its own process group, so stopping it also stops its children
+    return subprocess.Popen(argv, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, **(env or {})})
+
+
+def _stop(procs: dict[str, subprocess.Popen], timeout_s: float = 10.0) -> None:
+    for p in reversed(list(procs.values())):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    for p in procs.values():
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait(5)
+
+
+def _wait_http(url: str, what: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with code {proc.returncode}; see its log under .demo/logs/")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        time.sleep(0.3)
+    raise RuntimeError(f"{what} did not answer on {url} within {timeout_s:.0f} s")
+
+
+def runtime_fleet(src: Path, policy_file: Path, dest: Path) -> dict[str, int]:
+    """The fleet file with free ports and, where the shipped fleet and policy name a tier's deployments
+    differently, the policy's ids (the router routes by the policy's deployment ids)."""
+    fleet = yaml.safe_load(src.read_text())
+    policy = yaml.safe_load(policy_file.read_text())
+    by_tier: dict[str, list[str]] = {t["name"]: [d for ds in t.get("deployments", {}).values() for d in ds]
+                                     for t in policy["tiers"]}
+    ports = {}
+    for node in fleet["nodes"]:
+        node["port"] = ports[node["id"]] = free_port()
+        dep = dict(node["deployment"])
+        known = by_tier.get(dep["tier"], [])
+        if dep["id"] not in known and known:
+            v2 = dep["id"].endswith("-v2")
+            dep["id"] = next((d for d in known if d.endswith("-v2") == v2), known[0])
+        node["deployment"] = dep
+    dest.write_text(yaml.safe_dump(fleet, sort_keys=False))
+    return ports
+
+
+def create_users(db_url: str, passwords: dict[str, str] | None = None) -> dict[str, tuple[str, str]]:
+    from quantroute.auth import hash_password
+    from quantroute.db.engine import make_engine, session
+    from quantroute.db.user import User, get_user, update_user, create_user
+
+    engine = make_engine(db_url)
+    out = {}
+    with session(engine) as s:
+        for name, role in ROLES.items():
+            pw = (passwords or {}).get(name) or secrets.token_urlsafe(9)
+            if get_user(session=s, name=name) is None:
+                create_user(session=s, user=User(name=name, role=role, password_hash=hash_password(pw)))
+            else:
+                update_user(session=s, name=name, role=role, password_hash=hash_password(pw))
+            out[name] = (role, pw)
+    engine.dispose()
+    return out
+
+
+def seed_evals(stack: Stack, *, suite: str = "data/evals/smoke.jsonl") -> list[str]:
+    """int4 vs fp16 and fp8 vs fp16 through the router (deployment ids pick the arm), so Evals has data."""
+    from quantroute.db.engine import make_engine
+    from quantroute.evals.runs import start_run
+    from quantroute.evals.suite import load_suite
+    from quantroute.policy.loader import load_policy
+
+    policy = load_policy(sorted((stack.dir / "policies").glob("policy-*.yaml"))[0])
+    model = sorted(policy.models())[0]
+    first = {t.name.value: policy.deployments_for(model, t.name)[0] for t in policy.tiers
+             if policy.deployments_for(model, t.name)}
+    engine = make_engine(stack.db_url)
+    out = []
+    for cand in ("int4", "fp8"):
+        if cand not in first or "fp16" not in first:
+            continue
+        view = start_run(suite=load_suite(REPO / suite), baseline=f"{stack.router_url}#{first['fp16']}",
+                         candidate=f"{stack.router_url}#{first[cand]}", engine=engine,
+                         runs_dir=stack.dir / "evals")
+        out.append(f"run {view.run['id']}: {first[cand]} vs {first['fp16']}: {view.verdict.summary().splitlines()[0]}")
+    engine.dispose()
+    return out
+
+
+def seed_canary(stack: Stack) -> str | None:
+    """A policy version that defines a canary of the second int4 deployment (written by the operator,
+    approved by the reviewer, activated), so the Rollouts page has something to start."""
+    from quantroute.db.engine import make_engine
+    from quantroute.policy.model import CanarySpec
+    from quantroute.policy.store import PolicyStore
+
+    engine = make_engine(stack.db_url)
+    store = PolicyStore(stack.dir / "policies", engine)
+    active = store.active()
+    model = sorted(active.models())[0]
+    int4 = [d for t in active.tiers if t.name.value == "int4" for d in t.deployments.get(model, [])]
+    if active.canaries or len(int4) < 2:
+        return None
+    spec = CanarySpec(model=model, baseline=int4[0], candidate=int4[1])
+    v = store.new(parent=active.version, author="olivia", message=f"canary of {int4[1]} against {int4[0]}",
+                  policy=active.model_copy(update={"canaries": [spec]}))
+    store.approve(v, by="rahul")
+    store.activate(v, by="rahul")
+    engine.dispose()
+    return f"policy version {v}: canary {int4[1]} vs {int4[0]} (active)"
+
+
+@contextlib.contextmanager
+def demo_stack(runtime: Path, *, dashboard: bool = True, dashboard_port: int | None = None,
+               traffic: bool = True, traffic_file: str = "data/traffic/mixed.jsonl", time_scale: float = 0.25,
+               concurrency: int = 4, passwords: dict[str, str] | None = None) -> Iterator[Stack]:
+    """Fleet + router (+ traffic + dashboard) on free ports under `runtime`; everything stopped on exit."""
+    if runtime.exists():
+        shutil.rmtree(runtime)
+    (runtime / "logs").mkdir(parents=True)
+    shutil.copytree(REPO / "policies", runtime / "policies", ignore=shutil.ignore_patterns("active"))
+    db_url = f"sqlite:///{(runtime / 'quantroute.db').resolve()}"
+    from quantroute.db.engine import init_db, make_engine
+
+    eng = make_engine(db_url)
+    init_db(eng)
+    eng.dispose()
+    first_policy = sorted((runtime / "policies").glob("policy-*.yaml"))[0]
+    ports = runtime_fleet(REPO / "data/fleet.yaml", first_policy, runtime / "fleet.yaml")
+    token, py = secrets.token_urlsafe(16), sys.executable
+    stack = Stack(runtime, db_url, f"http://127.0.0.1:{free_port()}", None, token,
+                  create_users(db_url, passwords))
+    logs = runtime / "logs"
+    try:
+        p = stack.procs["sim"] = _spawn("sim", [py, "-m", "quantroute.cli.main", "sim", "--fleet",
+                                                str(runtime / "fleet.yaml"), "--time-scale", str(time_scale)], logs)
+        _wait_http(f"http://127.0.0.1:{next(iter(ports.values()))}/health", "simulated fleet", p)
+        port = int(stack.router_url.rsplit(":", 1)[1])
+        p = stack.procs["router"] = _spawn("router", [
+            py, "-m", "quantroute.cli.main", "router", "--policies", str(runtime / "policies"), "--fleet",
+            str(runtime / "fleet.yaml"), "--db", db_url, "--port", str(port), "--admin-token", token], logs)
+        _wait_http(stack.router_url + "/health", "router", p)
+        if traffic:
+            stack.procs["traffic"] = _spawn("traffic", [py, "-m", "quantroute.demo", "--traffic-only",
+                                                        stack.router_url, traffic_file, str(concurrency)], logs)
+        if dashboard:
+            dport = dashboard_port or free_port()
+            env = {"QUANTROUTE_DASHBOARD_DB_URL": db_url,
+                   "QUANTROUTE_DASHBOARD_POLICIES_DIR": str(runtime / "policies"),
+                   "QUANTROUTE_DASHBOARD_ROUTER_URL": stack.router_url,
+                   "QUANTROUTE_DASHBOARD_ADMIN_TOKEN": token,
+                   "QUANTROUTE_DASHBOARD_EVAL_RUNS_DIR": str(runtime / "evals")}
+            p = stack.procs["dashboard"] = _spawn("dashboard", [
+                py, "-m", "streamlit", "run", str(REPO / "dashboard/app.py"), "--server.headless", "true",
+                "--server.port", str(dport), "--server.address", "127.0.0.1",
+                "--browser.gatherUsageStats", "false"], logs, env)
+            stack.dashboard_url = f"http://127.0.0.1:{dport}"
+            _wait_http(stack.dashboard_url + "/_stcore/health", "dashboard", p)
+        (runtime / "logins.json").write_text(json.dumps({
+            "dashboard": stack.dashboard_url, "router": stack.router_url, "admin_token": token,
+            "users": {n: {"role": r, "password": pw} for n, (r, pw) in stack.logins.items()}}, indent=2))
+        yield stack
+    finally:
+        _stop(stack.procs)
+
+
+def _traffic_main(router_url: str, path: str, concurrency: int) -> None:
+    from quantroute.traffic import load_traffic, replay
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        while not stop.is_set():  # replay ends when the file is used up; go round again
+            await replay(router_url, load_traffic(REPO / path), stop_event=stop, on_result=lambda r: None,
+                         concurrency=concurrency, run_id=secrets.token_hex(3))
+
+    asyncio.run(run())
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m quantroute.demo", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dir", default=".demo", type=Path)
+    ap.add_argument("--dashboard-port", type=int, default=None)
+    ap.add_argument("--time-scale", type=float, default=0.25, help="simulated seconds per wall second factor")
+    ap.add_argument("--no-evals", action="store_true")
+    ap.add_argument("--traffic-only", nargs=3, metavar=("ROUTER_URL", "FILE", "CONCURRENCY"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.traffic_only:
+        url, path, conc = args.traffic_only
+        return _traffic_main(url, path, int(conc))
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        with demo_stack((REPO / args.dir).resolve(), dashboard_port=args.dashboard_port,
+                        time_scale=args.time_scale) as stack:
+            print(f"router     {stack.router_url}/v1   (admin token {stack.admin_token})")
+            print(f"dashboard  {stack.dashboard_url}")
+            canary = seed_canary(stack)
+            if canary:
+                print(canary)
+            if not args.no_evals:
+                print("seeding eval runs (smoke suite through the router)...", flush=True)
+                for line in seed_evals(stack):
+                    print("  " + line)
+            print("logins:")
+            for name, (role, pw) in stack.logins.items():
+                print(f"  {name:<8} {role:<9} password {pw}")
+            print(f"(also in {args.dir}/logins.json) · logs in {args.dir}/logs/ · Ctrl-C stops everything")
+            while all(p.poll() is None for p in stack.procs.values()):
+                time.sleep(1)
+            dead = [n for n, p in stack.procs.items() if p.poll() is not None]
+            print(f"stopping: {', '.join(dead)} exited (see {args.dir}/logs/)")
+    except KeyboardInterrupt:
+        print("\nstopping...")
+    print("stopped.")
+
+
+if __name__ == "__main__":
+    main()
