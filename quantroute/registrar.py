@@ -168,8 +168,8 @@ def _histogram(tensors: Sequence[TensorHeader]) -> str:
     return ", ".join(f"{n} {d}" for d, n in counts.most_common())
 
 
-def packed_layout(tensors: Sequence[TensorHeader]) -> tuple[int, int] | None:
-    """(bits, group_size) read off the shapes of the first qweight/qzeros/scales triple (AWQ or GPTQ
+def packed_layout(tensors: Sequence[TensorHeader]) -> tuple[int, int, int] | None:
+    """(bits, group_size, in_features) read off the shapes of the first qweight/qzeros/scales triple (AWQ or GPTQ
     layout), or None when the checkpoint has no such triple. qzeros pack 32/bits values per int32 along
     the output dim in both layouts; qweight packs along the output dim in AWQ and the input dim in GPTQ."""
     by_name = {t.name: t for t in tensors}
@@ -184,8 +184,7 @@ def packed_layout(tensors: Sequence[TensorHeader]) -> tuple[int, int] | None:
         if rest or pack not in (4, 8):
             return None
         in_features = t.shape[0] * pack if t.shape[1] == scales.shape[1] else t.shape[0]
-        groups = scales.shape[0]
-        return 32 // pack, (-1 if groups == 1 else in_features // groups)
+        return 32 // pack, in_features // scales.shape[0], in_features
     return None
 
 
@@ -193,14 +192,16 @@ def _check_packed(claim: _Claim, tensors: Sequence[TensorHeader]) -> list[str]:
     layout = packed_layout(tensors)
     if layout is None:
         return []
-    bits, group = layout
+    bits, group, in_features = layout
     if bits != claim.bits:
         raise InspectionError(f"config.json quantization_config.bits is {claim.bits} but the qweight/qzeros/"
                               f"scales shapes pack {32 // bits} values per int32, i.e. {bits}-bit weights")
-    if claim.group_size is not None and group != claim.group_size and not (group == -1 and claim.group_size > 0):
+    # A group as wide as the layer is per-channel, which configs spell -1.
+    per_channel = group == in_features and claim.group_size == -1
+    if claim.group_size is not None and group != claim.group_size and not per_channel:
         raise InspectionError(f"config.json quantization_config.group_size is {claim.group_size} but the "
                               f"scales shapes imply group_size {group}")
-    return [f"qweight/qzeros/scales shapes: {bits}-bit, group_size {group}"]
+    return [f"qweight/qzeros/scales shapes: {bits}-bit, group_size {-1 if per_channel else group}"]
 
 
 def _dominant_float(tensors: Sequence[TensorHeader]) -> str | None:

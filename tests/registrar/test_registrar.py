@@ -202,3 +202,12 @@ def test_write_tensors_roundtrip_through_safetensors(tmp_path):
     with safe_open(str(p), framework="numpy") as f:
         assert f.get_slice("a").get_dtype() == "BF16" and f.get_slice("b").get_dtype() == "F8_E4M3"
         assert f.get_tensor("c").shape == (1, 2)
+
+
+def test_one_group_per_row_only_matches_per_channel_or_the_layer_width(make_model):
+    cfg = llama_config(quantization_config=AWQ | {"group_size": 128})
+    with pytest.raises(InspectionError, match="group_size is 128 but the scales shapes imply group_size 256"):
+        inspect_model_dir(make_model("one-group", cfg, edges("F16") | awq_layer(group=256)))
+    r = inspect_model_dir(make_model("layer-wide", llama_config(quantization_config=AWQ | {"group_size": 256}),
+                                     edges("F16") | awq_layer(group=256)))
+    assert r.group_size == 256
