@@ -50,7 +50,7 @@ PERSON_ITEMS = [i.key for i in cl.ITEMS if not i.system and i.required] + ["stai
 def policy_data(**canary_over) -> dict:
     canary = {"model": MODEL, "baseline": BASE, "candidate": CAND, "steps": [10, 50, 100], "percent": 0,
               "guards": {"max_error_rate": 0.05, "max_p95_latency_ratio": 2.0, "max_ttft_ratio": 2.0,
-                         "window_s": 120, "min_requests": 20, "require_eval_pass": True}}
+                         "window_s": 120, "min_requests": 10, "require_eval_pass": True}}
     canary.update(canary_over)
     return {
         "version": 1, "author": "test", "created_at": "2026-01-01T00:00:00Z", "message": "rollout tests",

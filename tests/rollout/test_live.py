@@ -1,0 +1,118 @@
+"""Rollouts against the simulated fleet with the router running: the observed share of new sessions follows
+each step; a bad candidate is rolled back by its guards; a manual rollback returns everyone to the baseline."""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+
+import httpx
+import pytest
+
+from tests.rollout.conftest import (BASE, CAND, MODEL, PERSON_ITEMS, candidate_share, record_eval, send,
+                                    set_faults, wait_logged)
+
+N = 300  # new sessions per step
+
+
+def sessions(n: int = N) -> list[str]:
+    return [uuid.uuid4().hex for _ in range(n)]
+
+
+def near(share: float, percent: float, n: int) -> bool:
+    """Within 4 binomial standard deviations (plus one request) of the step's percent."""
+    p = percent / 100
+    return abs(share - p) <= 4 * math.sqrt(p * (1 - p) / n) + 1 / n
+
+
+def approved(url, svc, db_engine):
+    record_eval(db_engine, passed=True)
+    svc.start(MODEL, candidate=CAND, by="alice")
+    svc.tick(MODEL, PERSON_ITEMS, by="carol")
+    st = svc.approve(MODEL, by="bob")
+    wait_version(url, st.policy_version)
+    return st
+
+
+def wait_version(url: str, version: int, timeout: float = 5.0) -> float:
+    """Seconds until the router reports `version` active (it reloads on the pointer file)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if httpx.get(url + "/health", timeout=5).json()["policy_version"] == version:
+            return time.monotonic() - t0
+        time.sleep(0.01)
+    raise AssertionError(f"router did not load policy version {version}")
+
+
+def test_good_candidate_goes_from_gate_to_promoted(live, db_engine, store):
+    url, svc = live
+    st = approved(url, svc, db_engine)
+    sent = 0
+    for percent in (10, 50, 100):
+        assert st.percent == percent
+        rs = send(url, sessions())
+        sent += N
+        assert all(r.status_code == 200 for r in rs)
+        share = candidate_share(rs)
+        assert near(share, percent, N), (percent, share)
+        served = {r.headers["x-quantroute-deployment"] for r in rs if r.headers["x-quantroute-arm"] == "candidate"}
+        assert served == {CAND}
+        wait_logged(db_engine, sent)
+        if percent < 100:
+            st = svc.step(MODEL, by="alice")
+            wait_version(url, st.policy_version)
+    st = svc.promote(MODEL, by="alice")
+    assert st.phase == "promoted"
+    wait_version(url, st.policy_version)
+    active = store.active()
+    assert active.canary_for(MODEL) is None and active.deployments_for(MODEL, "int4") == [CAND]
+    rs = send(url, sessions(50))
+    assert {r.headers["x-quantroute-deployment"] for r in rs} == {CAND}
+    assert [e["action"] for e in st.events if not e["refused"]] == [
+        "start", "eval_passed", "approve", "step", "step", "promote"]
+
+
+@pytest.mark.parametrize("fault,guard", [({"error_rate": 0.3}, "error_rate"),
+                                         ({"extra_latency_ms": 300}, "p95_latency_ratio")])
+def test_bad_candidate_is_rolled_back_by_its_guard(live, sim, db_engine, store, fault, guard):
+    url, svc = live
+    set_faults(sim, "int4-v2", **fault)
+    approved(url, svc, db_engine)
+    send(url, sessions())
+    wait_logged(db_engine, N)
+    verdict = svc.evaluate_guards(MODEL)
+    assert verdict.status == "breach" and guard in [b.guard for b in verdict.breaches], verdict.summary
+    st = svc.status(MODEL)
+    assert st.phase == "rolled-back" and guard in st.aborted_reason
+    assert st.breach["window"]["start"] and st.breach["candidate"]["requests"] >= 10
+    assert st.events[-1]["actor"] == "rollout-guard" and st.events[-1]["action"] == "guard_breach"
+    wait_version(url, st.policy_version)
+    assert store.active().canary_for(MODEL).percent == 0
+    rs = send(url, sessions(100))
+    assert {r.headers.get("x-quantroute-arm") for r in rs} == {"baseline"}
+
+
+def test_manual_rollback_midway_returns_all_traffic_to_baseline(live, db_engine):
+    url, svc = live
+    approved(url, svc, db_engine)
+    pinned = sessions(200)
+    rs = send(url, pinned)
+    on_candidate = [s for s, r in zip(pinned, rs) if r.headers["x-quantroute-arm"] == "candidate"]
+    assert on_candidate  # ~10% of 200
+    st = svc.rollback(MODEL, by="alice", reason="manual test")
+    assert st.phase == "rolled-back"
+    t0 = time.monotonic()
+    converged = None
+    while time.monotonic() - t0 < 10:  # generous bound; the point is that it converges
+        rs = send(url, on_candidate + sessions(50))
+        if all(r.headers["x-quantroute-arm"] == "baseline" and r.headers["x-quantroute-deployment"] == BASE
+               for r in rs):
+            converged = time.monotonic() - t0
+            break
+        time.sleep(0.02)
+    assert converged is not None, "traffic did not return to the baseline"
+    # pinned sessions kept their tier and moved to the baseline arm
+    pins = httpx.get(url + "/admin/sessions", headers={"authorization": "Bearer rollout-test-token"}).json()
+    arms = {p["session_key"]: (p["tier"], p["arm"]) for p in pins["sessions"]}
+    assert all(arms[s] == ("int4", "baseline") for s in on_candidate)
