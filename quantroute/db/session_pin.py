@@ -47,8 +47,11 @@ def create_pin(*, session: Session, pin: SessionPin) -> SessionPin:
         return existing
     stale = session.get(SessionPin, pin.session_key)
     if stale is not None:  # expired: the session starts over
-        session.delete(stale)
-        session.flush()
+        # A bulk delete, not session.delete(): the purge task of any replica may have removed the row already,
+        # and a row another replica touched meanwhile is no longer expired and stays.
+        session.expunge(stale)
+        session.exec(delete(SessionPin).where(SessionPin.session_key == pin.session_key,  # type: ignore[call-overload]
+                                              SessionPin.expires_at <= utcnow()))
     session.add(pin)
     try:
         session.commit()
@@ -79,3 +82,14 @@ def delete_pin(*, session: Session, session_key: str) -> bool:
 def list_pins(*, session: Session, limit: int = 1000, now: datetime | None = None) -> list[SessionPin]:
     q = select(SessionPin).where(SessionPin.expires_at > (now or utcnow()))
     return list(session.exec(q.order_by(SessionPin.last_used.desc()).limit(limit)))  # type: ignore[union-attr]
+
+
+def purge_expired_pins(*, session: Session, before: datetime, batch: int = 1000) -> int:
+    """Delete at most `batch` pins that expired before `before`; returns how many went. Bounded so one call
+    holds its locks briefly: call again while it returns `batch`. The outer `expires_at` test matters on
+    PostgreSQL: a pin another replica refreshed while this ran is re-checked and kept."""
+    keys = select(SessionPin.session_key).where(SessionPin.expires_at < before).limit(batch)
+    res = session.exec(delete(SessionPin).where(  # type: ignore[call-overload]
+        SessionPin.session_key.in_(keys.scalar_subquery()), SessionPin.expires_at < before))  # type: ignore[attr-defined]
+    session.commit()
+    return int(res.rowcount or 0)

@@ -79,6 +79,9 @@ class Router:
             self._tasks.append(spawn(self.holder.watch_pointer()))
         if self.engine is not None:
             self._tasks.append(spawn(self.holder.poll_db(s.policy_poll_s)))
+            self._tasks.append(spawn(self.pins.purge_loop(interval_s=s.pin_purge_interval_s, batch=s.pin_purge_batch,
+                                                          max_batches=s.pin_purge_max_batches,
+                                                          on_purged=self.metrics.pins_purged.inc)))
 
     async def shutdown(self) -> None:
         for t in self._tasks:

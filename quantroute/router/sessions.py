@@ -16,7 +16,8 @@ from sqlalchemy.engine import Engine
 
 from quantroute.db.audit import utcnow
 from quantroute.db.engine import session as db_session
-from quantroute.db.session_pin import SessionPin, create_pin, delete_pin, get_pin, list_pins, touch_pin
+from quantroute.db.session_pin import (SessionPin, create_pin, delete_pin, get_pin, list_pins, purge_expired_pins,
+                                       touch_pin)
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,40 @@ class PinStore:
         for k in [k for k, p in self.cache.items() if p.expires <= now]:
             del self.cache[k]
 
+    async def purge_expired(self, *, batch: int, max_batches: int, grace_s: float) -> int:
+        """Delete pins that expired more than `grace_s` ago, `batch` rows per statement, at most `max_batches`
+        statements per call (the rest waits for the next call). The grace covers a replica whose cache kept a
+        session alive but has not refreshed the row yet (it does so every `touch_interval_s`)."""
+        self.forget_expired()
+        if self.engine is None:
+            return 0
+        before = utcnow() - timedelta(seconds=grace_s)
+        total = 0
+        for _ in range(max_batches):
+            n = await asyncio.to_thread(self._purge, before, batch)
+            total += n
+            if n < batch:
+                break
+        return total
+
+    async def purge_loop(self, *, interval_s: float, batch: int, max_batches: int, on_purged=None) -> None:
+        """Every `interval_s`: purge expired pins. Several replicas may run it at once; deletes are idempotent."""
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                n = await self.purge_expired(batch=batch, max_batches=max_batches, grace_s=self.touch_interval_s)
+            except Exception as e:  # noqa: BLE001 - DB down: try again next time
+                self.db_errors += 1
+                log.warning("session pin purge failed: %s", e)
+                continue
+            if n and on_purged is not None:
+                on_purged(n)
+
     # -- DB side (worker threads) -------------------------------------------------------------------------
+    def _purge(self, before: datetime, batch: int) -> int:
+        with db_session(self.engine) as s:
+            return purge_expired_pins(session=s, before=before, batch=batch)
+
     def _read(self, key: str) -> SessionPin | None:
         with db_session(self.engine) as s:
             return get_pin(session=s, session_key=key)

@@ -45,3 +45,6 @@ class RouterSettings(BaseSettings):
 
     # Session pins: the DB row's last_used is refreshed at most this often per session.
     pin_touch_interval_s: float = Field(default=30.0, gt=0)
+    pin_purge_interval_s: float = Field(default=60.0, gt=0, description="How often to delete expired session pins")
+    pin_purge_batch: int = Field(default=1000, ge=1, description="Expired pins deleted per statement")
+    pin_purge_max_batches: int = Field(default=20, ge=1, description="Statements per purge run; the rest waits")
