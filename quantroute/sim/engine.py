@@ -129,7 +129,10 @@ class NodeEngine:
             if not self.running:
                 self._wake.clear()
                 await self._wake.wait()
-                self._sim = max(self._sim, self._wall_as_sim())
+                # Idle time passes on the simulated clock up to the arrival, not up to when this loop woke:
+                # event-loop latency would otherwise show up in TTFT magnified by 1 / time_scale.
+                if self.waiting:
+                    self._sim = max(self._sim, self.waiting[0].arrived)
                 continue
             step = self.step_cost(admitted)
             self._sim += step

@@ -72,3 +72,15 @@ def test_measured_token_pace_keeps_the_ratio_loosely(suites):
         fp16 = decode_wall_s(rf.urls["fp16"], 120)
         int4 = decode_wall_s(rf.urls["int4"], 120)
     assert 1.3 < fp16 / int4 < 2.5
+
+
+def test_ttft_of_a_lone_request_is_its_prefill_plus_one_decode_step(sim):
+    url = sim.urls["int4"]
+    before = scrape(url)
+    body = {"model": "llama3-8b", "prompt": "x" * 400, "max_tokens": 1}  # 100 prompt tokens
+    assert httpx.post(url + "/v1/completions", json=body).status_code == 200
+    after = scrape(url)
+    ttft = value(after, "vllm:time_to_first_token_seconds_sum") - value(before, "vllm:time_to_first_token_seconds_sum")
+    expected = (cap.prefill_s(L8, A100, 100)
+                + cap.decode_step_s(L8, cap.FORMATS["int4"], A100, batch=1, context_tokens=100))
+    assert ttft == pytest.approx(expected, rel=1e-6)
