@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "capacity": "quantroute.cli.capacity:capacity",
     "router": "quantroute.cli.router:router",
     "node": "quantroute.cli.node:node",
+    "rollout": "quantroute.cli.rollout:rollout",
     "loadtest": "quantroute.cli.loadtest:loadtest",
     "user": "quantroute.cli.user:user",
 }
