@@ -20,6 +20,7 @@ from quantroute.router import admin
 from quantroute.router.decide import Decider, Route
 from quantroute.router.errors import BadRequest, BodyTooLarge, MethodNotAllowed, NotFound, RouterError, \
     error_response_parts
+from quantroute.router.fleetfile import NodeSync
 from quantroute.router.metrics import RouterMetrics
 from quantroute.router.nodes import Fleet, Node, probe_loop
 from quantroute.router.proxy import Forwarder, Outcome
@@ -50,7 +51,9 @@ class Router:
         self.writer = RequestLogWriter(engine, batch_size=settings.log_batch_size,
                                        flush_interval_s=settings.log_flush_interval_s,
                                        max_buffered=settings.log_buffer_max, on_drop=self.metrics.log_dropped.inc)
-        self.decider = Decider(self.fleet, self.pins, retry_after_s=settings.retry_after_s, metrics=self.metrics)
+        self.node_sync = NodeSync(self, interval_s=settings.node_refresh_s)
+        self.decider = Decider(self.fleet, self.pins, retry_after_s=settings.retry_after_s, metrics=self.metrics,
+                               on_miss=self.node_sync.kick)
         self.client: httpx.AsyncClient | None = None
         self.forwarder: Forwarder | None = None
         self._tasks: list[asyncio.Task] = []
@@ -79,6 +82,7 @@ class Router:
             self._tasks.append(spawn(self.holder.watch_pointer()))
         if self.engine is not None:
             self._tasks.append(spawn(self.holder.poll_db(s.policy_poll_s)))
+            self._tasks.append(spawn(self.node_sync.run()))
             self._tasks.append(spawn(self.pins.purge_loop(interval_s=s.pin_purge_interval_s, batch=s.pin_purge_batch,
                                                           max_batches=s.pin_purge_max_batches,
                                                           on_purged=self.metrics.pins_purged.inc)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -44,11 +44,13 @@ class Route:
 
 
 class Decider:
-    def __init__(self, fleet: Fleet, pins: PinStore, *, retry_after_s: int = 1, metrics=None) -> None:
+    def __init__(self, fleet: Fleet, pins: PinStore, *, retry_after_s: int = 1, metrics=None,
+                 on_miss: Callable[[], None] | None = None) -> None:
         self.fleet = fleet
         self.pins = pins
         self.retry_after_s = retry_after_s
         self.metrics = metrics
+        self.on_miss = on_miss  # no node found: maybe another replica registered one (NodeSync.kick)
         self._cand_cache: dict[tuple, list[Node]] = {}
         self._cand_key: tuple = ()
 
@@ -139,6 +141,8 @@ class Decider:
             if node is not None:
                 route.node, route.escalated = node, i > 0
                 break
+            if i == 0 and self.on_miss is not None:
+                self.on_miss()
         else:
             route.tier = tier
             route.deployments = (fixed,) if fixed else self.deployments_for(ap, model, tier, arm)
@@ -174,6 +178,8 @@ class Decider:
         return pick_node(nodes, exclude=exclude)
 
     async def _wait(self, route: Route, max_wait: float) -> Node | None:
+        if self.on_miss is not None:
+            self.on_miss()
         if max_wait <= 0:
             return None
         route.waited = True

@@ -27,6 +27,8 @@ class RouterSettings(BaseSettings):
     eject_after_failures: int = Field(default=3, ge=1)
     node_max_inflight: int = Field(default=256, ge=1, description="Router in-flight requests that make a node full")
     node_max_waiting: int = Field(default=64, ge=0, description="Scraped waiting requests that make a node full")
+    node_refresh_s: float = Field(default=5.0, gt=0,
+                                  description="How often to read nodes other replicas registered (also on a miss)")
 
     # Forwarding
     retries: int = Field(default=2, ge=0, description="Extra attempts on other nodes of the same tier")
