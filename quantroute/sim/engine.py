@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from quantroute.sim.metrics import NodeMetrics
 from quantroute.sim.text import Output
 
-# At most this much wall-clock lag is made up by running steps back to back; beyond it the clock skips ahead.
+# At most this much wall-clock lag is made up by running steps back to back; beyond it the host stalled, and the
+# simulation pretends the stall did not happen.
 MAX_CATCH_UP_S = 0.25
 
 
@@ -91,7 +92,10 @@ class NodeEngine:
 
     # -- requests ----------------------------------------------------------------------------------------
     def submit(self, seq: Sequence) -> Sequence:
-        seq.arrived = max(self._sim, self._wall_as_sim())
+        # While busy the engine's clock is "now" (it may lag the wall clock a little while catching up);
+        # an idle engine's clock has stood still, so the wall clock says when the request came.
+        busy = bool(self.running or self.waiting)
+        seq.arrived = self._sim if busy else max(self._sim, self._wall_as_sim())
         self.waiting.append(seq)
         self._wake.set()
         return seq
@@ -123,8 +127,7 @@ class NodeEngine:
         loop = asyncio.get_running_loop()
         while True:
             self.running = [s for s in self.running if not s.aborted]
-            now_sim = self._wall_as_sim()
-            self._sim = max(self._sim, now_sim - MAX_CATCH_UP_S / self.time_scale)
+            self._forgive_stall(loop.time())
             admitted = self._admit()
             if not self.running:
                 self._wake.clear()
@@ -139,6 +142,14 @@ class NodeEngine:
             delay = self._t0 + self._sim * self.time_scale - loop.time()
             await asyncio.sleep(max(0.0, delay))
             self._emit(step)
+
+    def _forgive_stall(self, now: float) -> None:
+        """A host stall (GIL, a busy core) longer than MAX_CATCH_UP_S is not simulated time: shift the wall
+        origin instead of letting the clock jump, so no simulated latency is inflated by the machine."""
+        self._wall_as_sim()
+        lag = now - (self._t0 + self._sim * self.time_scale)
+        if lag > MAX_CATCH_UP_S and (self.running or self.waiting):
+            self._t0 += lag - MAX_CATCH_UP_S
 
     def step_cost(self, admitted: list[Sequence]) -> float:
         """Decode for the whole batch plus prefill for the newly admitted sequences, times the fault knob."""
