@@ -68,8 +68,10 @@ class Router:
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=512, keepalive_expiry=30)
         timeout = httpx.Timeout(s.upstream_timeout_s, connect=s.connect_timeout_s)
         self.client = httpx.AsyncClient(transport=self.transport, limits=limits, timeout=timeout)
-        self.upstream = (HttpxUpstream(self.client) if self.transport is not None else
-                         FastUpstream(connect_timeout=s.connect_timeout_s, timeout=s.upstream_timeout_s))
+        self.upstream = (HttpxUpstream(self.client, read_timeout=s.upstream_read_timeout_s)
+                         if self.transport is not None else
+                         FastUpstream(connect_timeout=s.connect_timeout_s, timeout=s.upstream_timeout_s,
+                                      read_timeout=s.upstream_read_timeout_s))
         self.forwarder = Forwarder(self.upstream, self.fleet, retries=s.retries,
                                    on_upstream_error=self._upstream_error)
         await asyncio.to_thread(self.holder.load_initial)

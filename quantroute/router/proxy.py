@@ -14,7 +14,7 @@ import orjson
 
 from quantroute.router.errors import UpstreamFailed
 from quantroute.router.nodes import Fleet, Node
-from quantroute.router.upstream import UpstreamError
+from quantroute.router.upstream import UpstreamError, UpstreamTimeout
 
 # Client headers worth passing on; everything else (host, length, encodings, hop-by-hop) is ours to set.
 FORWARD_HEADERS = frozenset({b"authorization", b"content-type", b"accept", b"x-request-id", b"traceparent",
@@ -35,6 +35,7 @@ class Outcome:
     completion_tokens: int | None = None
     error: str | None = None
     committed: bool = False  # a response start went to the client
+    timed_out: bool = False  # the last failed attempt was a body read timeout
 
 
 def upstream_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
@@ -95,7 +96,8 @@ class Forwarder:
             node = pick_other(tried)
             if node is not None:
                 out.retries += 1
-        raise UpstreamFailed(f"upstream failed after {len(tried)} attempt(s): {last_error}")
+        raise UpstreamFailed(f"upstream failed after {len(tried)} attempt(s): {last_error}",
+                             code="upstream_timeout" if out.timed_out else None)
 
     async def _attempt(self, node: Node, path: str, body: bytes, headers, send: Send, response_headers,
                        started: float, out: Outcome) -> bool:
@@ -117,7 +119,8 @@ class Forwarder:
                 try:
                     data = await resp.aread()
                 except UpstreamError as e:
-                    self._failed(node, "read", str(e), out)
+                    out.timed_out = isinstance(e, UpstreamTimeout)
+                    self._failed(node, "timeout" if out.timed_out else "read", str(e), out)
                     return False
                 out.status = resp.status_code
                 out.committed = True
@@ -140,18 +143,25 @@ class Forwarder:
         out.committed = True
         await send({"type": "http.response.start", "status": resp.status_code,
                     "headers": [(b"content-type", ctype), (b"cache-control", b"no-cache")] + response_headers(node)})
-        tail = b""
+        tail = last = b""
         try:
             async for chunk in resp.aiter_raw():
                 if out.ttft is None:
                     out.ttft = time.perf_counter() - started
                 if b'"usage"' in chunk:
                     tail = chunk
+                last = chunk
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         except UpstreamError as e:
-            # Bytes already went out: the stream ends early and the client sees it end; no retry possible.
+            # Bytes already went out, so no retry: end the stream with an error event (OpenAI's SDKs raise on
+            # a `data: {"error": ...}` event) rather than let a cut stream pass for a finished one.
+            out.timed_out = isinstance(e, UpstreamTimeout)
             out.error = f"stream broken: {e}"
-            self._count(node, "stream")
+            self._count(node, "timeout" if out.timed_out else "stream")
+            err = UpstreamFailed(f"{node.key}: {e}", code="upstream_timeout" if out.timed_out else None)
+            sep = b"" if not last or last.endswith(b"\n\n") else b"\n\n"  # close a half-sent event first
+            await send({"type": "http.response.body", "body": sep + b"data: " + err.body() + b"\n\n",
+                        "more_body": True})
         await send({"type": "http.response.body", "body": b""})
         if tail:
             out.prompt_tokens, out.completion_tokens = usage_from(tail)

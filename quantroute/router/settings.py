@@ -33,7 +33,10 @@ class RouterSettings(BaseSettings):
     # Forwarding
     retries: int = Field(default=2, ge=0, description="Extra attempts on other nodes of the same tier")
     connect_timeout_s: float = Field(default=2.0, gt=0)
-    upstream_timeout_s: float = Field(default=600.0, gt=0)
+    upstream_timeout_s: float = Field(default=600.0, gt=0, description="Wait for a node's response headers")
+    upstream_read_timeout_s: float = Field(
+        default=120.0, gt=0, description="Longest silence between body chunks once a node sent its headers; then "
+        "a stream ends with an error event and a non-streamed request is retried elsewhere or gets a 502")
     retry_after_s: int = Field(default=1, ge=1)
 
     # Policy reload

@@ -20,6 +20,10 @@ class UpstreamError(Exception):
     """Connect failure or a broken connection; retryable when nothing reached the client yet."""
 
 
+class UpstreamTimeout(UpstreamError):
+    """The node sent its response headers, then nothing for longer than the body read timeout."""
+
+
 class _Conn(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -44,6 +48,15 @@ class _Conn(asyncio.Protocol):
     def connection_lost(self, exc) -> None:
         self.closed = True
         self._fail(UpstreamError(f"connection closed by node{': ' + str(exc) if exc else ''}"))
+
+    def stalled(self, timeout: float) -> None:
+        """Body read timeout: fail the reader and drop the connection (its state is unknown)."""
+        if self.closed:
+            return
+        self.reusable = False
+        self.queue.put_nowait(UpstreamTimeout(f"node sent nothing for {timeout:g}s after its response headers"))
+        if self.transport is not None:
+            self.transport.close()
 
     def _fail(self, err: Exception) -> None:
         if self._headers_done is not None and not self._headers_done.done():
@@ -80,9 +93,10 @@ class _Conn(asyncio.Protocol):
 class Response:
     """Status and headers are ready; iterate `aiter_raw()` for the body. Always `aclose()`."""
 
-    def __init__(self, pool: "Pool", conn: _Conn) -> None:
+    def __init__(self, pool: "Pool", conn: _Conn, read_timeout: float | None = None) -> None:
         self.pool = pool
         self.conn = conn
+        self.read_timeout = read_timeout
         self.status_code = conn.status
         self._headers = conn.headers
         self._done = False
@@ -96,13 +110,23 @@ class Response:
     async def aiter_raw(self) -> AsyncIterator[bytes]:
         q = self.conn.queue
         while True:
-            item = q.get_nowait() if not q.empty() else await q.get()
+            item = q.get_nowait() if not q.empty() else await self._wait(q)
             if item is None:
                 self._done = True
                 return
             if isinstance(item, Exception):
                 raise item
             yield item
+
+    async def _wait(self, q: asyncio.Queue):
+        if self.read_timeout is None:
+            return await q.get()
+        # A timer handle rather than asyncio.wait_for: no extra task per chunk on the hot path.
+        timer = asyncio.get_running_loop().call_later(self.read_timeout, self.conn.stalled, self.read_timeout)
+        try:
+            return await q.get()
+        finally:
+            timer.cancel()
 
     async def aread(self) -> bytes:
         return b"".join([c async for c in self.aiter_raw()])
@@ -120,8 +144,10 @@ class Response:
 class Pool:
     """Keep-alive connections to one node."""
 
-    def __init__(self, base_url: str, connect_timeout: float, max_idle: int = 256) -> None:
+    def __init__(self, base_url: str, connect_timeout: float, max_idle: int = 256,
+                 read_timeout: float | None = None) -> None:
         u = urlsplit(base_url)
+        self.read_timeout = read_timeout
         self.host, self.port = u.hostname or "127.0.0.1", u.port or 80
         self.host_header = (u.netloc or self.host).encode()
         self.prefix = u.path.rstrip("/").encode()
@@ -150,14 +176,14 @@ class Pool:
             except UpstreamError:
                 # A kept-alive connection the node closed meanwhile: the request never reached it; use a new one.
                 continue
-            return Response(self, conn)
+            return Response(self, conn, self.read_timeout)
         conn = await self._connect()
         try:
             await asyncio.wait_for(conn.start(head, body), timeout)
         except asyncio.TimeoutError:
             conn.transport.close()  # type: ignore[union-attr]
             raise UpstreamError("node sent no response headers in time") from None
-        return Response(self, conn)
+        return Response(self, conn, self.read_timeout)
 
     def close(self) -> None:
         while self.idle:
@@ -167,15 +193,18 @@ class Pool:
 
 
 class FastUpstream:
-    def __init__(self, *, connect_timeout: float, timeout: float) -> None:
+    """`timeout`: wait for response headers; `read_timeout`: longest silence between body chunks after them."""
+
+    def __init__(self, *, connect_timeout: float, timeout: float, read_timeout: float | None = None) -> None:
         self.connect_timeout = connect_timeout
         self.timeout = timeout
+        self.read_timeout = read_timeout
         self.pools: dict[str, Pool] = {}
 
     async def post(self, base_url: str, path: str, body: bytes, headers: list[tuple[bytes, bytes]]) -> Response:
         pool = self.pools.get(base_url)
         if pool is None:
-            pool = self.pools[base_url] = Pool(base_url, self.connect_timeout)
+            pool = self.pools[base_url] = Pool(base_url, self.connect_timeout, read_timeout=self.read_timeout)
         return await pool.post(path.encode(), body, headers, self.timeout)
 
     async def aclose(self) -> None:
@@ -184,18 +213,26 @@ class FastUpstream:
 
 
 class _HttpxResponse:
-    def __init__(self, resp: httpx.Response) -> None:
+    def __init__(self, resp: httpx.Response, read_timeout: float | None = None) -> None:
         self.resp = resp
         self.status_code = resp.status_code
+        self.read_timeout = read_timeout
 
     def header(self, name: bytes, default: bytes = b"") -> bytes:
         v = self.resp.headers.get(name.decode())
         return v.encode() if v is not None else default
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
+        chunks = self.resp.aiter_raw()
         try:
-            async for c in self.resp.aiter_raw():
+            while True:
+                try:
+                    c = await asyncio.wait_for(chunks.__anext__(), self.read_timeout)
+                except StopAsyncIteration:
+                    return
                 yield c
+        except asyncio.TimeoutError:
+            raise UpstreamTimeout(f"node sent nothing for {self.read_timeout:g}s after its response headers") from None
         except httpx.TransportError as e:
             raise UpstreamError(f"{type(e).__name__}: {e}") from None
 
@@ -209,13 +246,14 @@ class _HttpxResponse:
 class HttpxUpstream:
     """The same interface over an httpx client (used when a test injects an httpx transport)."""
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
+    def __init__(self, client: httpx.AsyncClient, read_timeout: float | None = None) -> None:
         self.client = client
+        self.read_timeout = read_timeout
 
     async def post(self, base_url: str, path: str, body: bytes, headers: list[tuple[bytes, bytes]]):
         req = self.client.build_request("POST", base_url + path, content=body, headers=headers)
         try:
-            return _HttpxResponse(await self.client.send(req, stream=True))
+            return _HttpxResponse(await self.client.send(req, stream=True), self.read_timeout)
         except httpx.TransportError as e:
             raise UpstreamError(f"{type(e).__name__}: {e}") from None
 
