@@ -11,7 +11,7 @@ import glob
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,9 @@ class EvalItem:
     category: str
     reference: str
     wrong: str | None = None
+    # Position of the item in its suite category's difficulty order, in (0, 1); see `load_suites`.
+    difficulty: float | None = None
+    category_size: int = 1
 
 
 def content_text(content: Any) -> str:
@@ -69,9 +72,14 @@ def prompt_key(body: dict) -> str:
 
 
 def load_suites(pattern: str = DEFAULT_SUITES) -> dict[str, EvalItem]:
-    """Index every item of every matching JSONL file by its prompt key; lines without the fields are skipped."""
+    """Index every item of every matching JSONL file by its prompt key; lines without the fields are skipped.
+
+    Each suite category's items get evenly spaced difficulties in a fixed pseudo-random order, so a tier
+    with error probability p misses round(p * n) of a category's n items: the deltas a paired eval shows
+    are the ones data/quality.yaml states, not the luck of a hash on a small category."""
     index: dict[str, EvalItem] = {}
     for path in sorted(glob.glob(pattern)):
+        items: list[tuple[str, EvalItem]] = []
         for line in Path(path).read_text().splitlines():
             try:
                 raw = json.loads(line)
@@ -81,8 +89,16 @@ def load_suites(pattern: str = DEFAULT_SUITES) -> dict[str, EvalItem]:
                 continue
             key = prompt_key(raw)
             if key:
-                index[key] = EvalItem(id=str(raw["id"]), category=str(raw.get("category", "default")),
-                                      reference=str(raw["reference"]), wrong=raw.get("wrong"))
+                items.append((key, EvalItem(id=str(raw["id"]), category=str(raw.get("category", "default")),
+                                            reference=str(raw["reference"]), wrong=raw.get("wrong"))))
+        by_category: dict[str, list[tuple[str, EvalItem]]] = {}
+        for key, item in items:
+            by_category.setdefault(item.category, []).append((key, item))
+        for members in by_category.values():
+            members.sort(key=lambda ki: unit_hash("difficulty", ki[1].id))
+            n = len(members)
+            for rank, (key, item) in enumerate(members):
+                index[key] = replace(item, difficulty=(rank + 0.5) / n, category_size=n)
     return index
 
 
@@ -111,8 +127,26 @@ def corrupt(reference: str) -> str:
     return "I am not able to answer that."
 
 
+# How much a deployment's own quirks move an item's difficulty. Small, so that errors stay nested by tier:
+# quantization noise mostly tips over items that are already hard for FP16 (as real paired evals show),
+# while two artifacts of the same tier (e.g. AWQ v1 and v2) still differ on a few borderline items.
+DEPLOYMENT_JITTER = 0.01
+
+
+def difficulty(item: EvalItem, deployment_id: str, seed: int = 0) -> float:
+    """The item's difficulty in [0, 1): shared by every deployment, plus a little per-deployment jitter
+    (at most half a rank step within its category, so same-tier artifacts differ only at the boundary)."""
+    if item.difficulty is None:
+        shared, step = unit_hash(seed, item.id), DEPLOYMENT_JITTER
+    else:
+        shared, step = item.difficulty, min(DEPLOYMENT_JITTER, 0.5 / item.category_size)
+    return shared + (unit_hash(seed, item.id, deployment_id) - 0.5) * 2 * step
+
+
 def answer(item: EvalItem, *, tier: Tier, deployment_id: str, table: QualityTable, seed: int = 0) -> tuple[str, bool]:
-    """(answer text, whether it is the reference) for one deployment; the same inputs give the same answer."""
-    if unit_hash(seed, item.id, deployment_id) >= table.p_err(tier, item.category):
+    """(answer text, whether it is the reference) for one deployment; the same inputs give the same answer.
+    An item is answered wrongly when its difficulty falls under the tier's error probability for its category,
+    so the items a lower tier misses include (almost all of) those a higher tier misses."""
+    if difficulty(item, deployment_id, seed) >= table.p_err(tier, item.category):
         return item.reference, True
     return (item.wrong if item.wrong else corrupt(item.reference)), False

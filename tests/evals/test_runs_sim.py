@@ -69,10 +69,6 @@ def test_a_passing_run_at_the_next_tier_is_named_and_runs_compare(fleet, golden,
     assert [r.id for r in list_runs(engine)] == [int4.run["id"], int8.run["id"]]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "quantroute/sim/quality.py draws each deployment's errors independently (hash of item and deployment), so fp8 "
-    "and fp16 disagree on ~10% of items in both directions and category deltas are noise; with a shared per-item "
-    "difficulty (errors of a quantized tier concentrated on items that are hard at every tier) this passes."))
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_fp8_vs_fp16_passes(fleet, golden, engine, tmp_path):
     view = run(fleet, golden, engine, tmp_path, "fp8-a")
