@@ -75,3 +75,22 @@ def test_nodes_answer_eval_prompts_with_the_reference_or_the_wrong_answer(sim):
     assert r["choices"][0]["text"] in (SUITE[1]["reference"], corrupt(SUITE[1]["reference"]))
     assert r["choices"][0]["finish_reason"] == "stop"
     assert quality.unit_hash("a", 1) == quality.unit_hash("a", 1) != quality.unit_hash("a", 2)
+
+
+def test_errors_nest_by_tier_and_match_the_table_per_category(tmp_path):
+    """Quantization noise tips over items that are already hard: int4 misses what fp16 misses (bar the
+    half-rank jitter at the boundary), and each category misses about p * n items, not a hash's luck."""
+    import math
+    items = [{"id": f"m{i}", "category": "math", "messages": [{"role": "user", "content": f"q{i}"}],
+              "reference": str(i)} for i in range(40)]
+    suite = tmp_path / "s.jsonl"
+    suite.write_text("\n".join(json.dumps(x) for x in items))
+    idx = list(load_suites(str(suite)).values())
+    wrong = {}
+    for tier, dep in ((Tier.fp16, "d-fp16"), (Tier.int4, "d-int4"), (Tier.int4, "d-int4-v2")):
+        wrong[dep] = {it.id for it in idx if not answer(it, tier=tier, deployment_id=dep, table=TABLE)[1]}
+        p = TABLE.p_err(tier, "math")
+        assert abs(len(wrong[dep]) - p * 40) <= 1, (dep, len(wrong[dep]))
+    assert len(wrong["d-fp16"] - wrong["d-int4"]) <= 1
+    assert len(wrong["d-int4"] ^ wrong["d-int4-v2"]) <= 2  # same tier: differ at most at the boundary
+    assert math.isclose(sorted(it.difficulty for it in idx)[0], 0.5 / 40)
