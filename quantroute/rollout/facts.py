@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import httpx
-from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
@@ -148,25 +147,26 @@ def node_facts(engine: Engine, router: RouterAdmin | None, spec: CanarySpec) -> 
 
 
 def staircase_fact(engine: Engine, deployment: str, target_concurrency: int | None) -> Fact:
-    """The load tester stores its runs in the DB; until its table exists this item falls back to a person.
-    Looks for a table named like load test runs with a deployment column and a concurrency column."""
-    tables = inspect(engine).get_table_names()
-    for name in tables:
-        if not (name.startswith("loadtest") or name.startswith("load_test")):
-            continue
-        cols = {c["name"] for c in inspect(engine).get_columns(name)}
-        dep = next((c for c in ("deployment", "target_deployment", "candidate") if c in cols), None)
-        conc = next((c for c in ("max_concurrency", "target_concurrency", "concurrency") if c in cols), None)
-        if dep is None or conc is None:
-            continue
-        with engine.connect() as c:
-            best = c.execute(text(f'SELECT MAX("{conc}") FROM "{name}" WHERE "{dep}" = :d'), {"d": deployment}).scalar()
-        if best is None:
-            return Fact(ok=None, detail=f"no staircase run of {deployment} in {name}")
-        if target_concurrency is not None and best < target_concurrency:
-            return Fact(ok=False, detail=f"staircase reached concurrency {best} < target {target_concurrency}")
-        return Fact(ok=True, detail=f"staircase run in {name} reached concurrency {best}")
-    return Fact(ok=None, detail="the load tester's run table is not in this database")
+    """A staircase run of the candidate (the load tester's `loadtest_run`) with a step that met every limit at
+    the target concurrency, or at any concurrency when no target is configured."""
+    from quantroute.db import loadtest
+
+    with db_session(engine) as s:
+        if target_concurrency is not None:
+            run = loadtest.passed_at_concurrency(s, concurrency=target_concurrency, deployment=deployment)
+            if run is None:
+                return Fact(ok=False, detail=f"no staircase run of {deployment} passed at concurrency "
+                                             f"{target_concurrency}; run `quantroute loadtest`")
+            return Fact(ok=True, detail=f"load test run {run.id} met every limit up to concurrency "
+                                        f"{run.max_ok_concurrency}")
+        run = loadtest.latest_run(s, deployment=deployment)
+    if run is None:
+        return Fact(ok=False, detail=f"no staircase run of {deployment}; run `quantroute loadtest`")
+    if run.max_ok_concurrency is None and run.max_ok_rate is None:
+        return Fact(ok=False, detail=f"load test run {run.id}: no step met the limits ({run.stop_reason})")
+    reached = (f"concurrency {run.max_ok_concurrency}" if run.max_ok_concurrency is not None
+               else f"{run.max_ok_rate:g} req/s")
+    return Fact(ok=True, detail=f"load test run {run.id} met every limit up to {reached} (no target set)")
 
 
 def metadata_fact(policy: Policy, deployment: str, missing: tuple[str, ...]) -> Fact:

@@ -44,7 +44,7 @@ nodes:
 """
 
 # Everything a person must tick in these tests (the system knows the rest).
-PERSON_ITEMS = [i.key for i in cl.ITEMS if not i.system and i.required] + ["staircase_load_test"]
+PERSON_ITEMS = [i.key for i in cl.ITEMS if not i.system and i.required]
 
 
 def policy_data(**canary_over) -> dict:
@@ -89,6 +89,25 @@ def record_eval(engine, *, passed: bool, candidate: str = CAND, suite: str = SUI
                   "categories": [{"name": c, "n": 6} for c in categories]}
         evaldb.finish_run(session=s, run_id=run.id, status="done", gate_passed=passed, report=report,
                           verdict={"passed": passed, "reasons": reasons})
+        return run.id
+
+
+def record_staircase(engine, *, deployment: str = CAND, ok_up_to: int | None = 16) -> int:
+    """A staircase run as the load tester stores it: steps 4, 8, 16, 32; those up to `ok_up_to` pass."""
+    from quantroute.db.loadtest import LoadTestRun, LoadTestStep
+
+    with db_session(engine) as s:
+        run = LoadTestRun(url="http://router", model=MODEL, deployment=deployment, staircase=[4, 8, 16, 32],
+                          step_seconds=10, warmup_seconds=2, max_ok_concurrency=ok_up_to,
+                          stop_reason=None if ok_up_to == 32 else "p95 above the SLO")
+        s.add(run)
+        s.flush()
+        for i, c in enumerate((4, 8, 16, 32)):
+            ok = ok_up_to is not None and c <= ok_up_to
+            s.add(LoadTestStep(run_id=run.id, index=i, concurrency=c, window_s=10, requests=100, errors=0,
+                               error_rate=0, req_s=10, output_tok_s=500, passed=ok,
+                               breach=None if ok else "p95 above the SLO"))
+        s.commit()
         return run.id
 
 

@@ -10,8 +10,8 @@ import uuid
 import httpx
 import pytest
 
-from tests.rollout.conftest import (BASE, CAND, MODEL, PERSON_ITEMS, candidate_share, record_eval, send,
-                                    set_faults, wait_logged)
+from tests.rollout.conftest import (BASE, CAND, MODEL, PERSON_ITEMS, candidate_share, record_eval,
+                                    record_staircase, send, set_faults, wait_logged)
 
 N = 300  # new sessions per step
 
@@ -28,6 +28,7 @@ def near(share: float, percent: float, n: int) -> bool:
 
 def approved(url, svc, db_engine):
     record_eval(db_engine, passed=True)
+    record_staircase(db_engine)
     svc.start(MODEL, candidate=CAND, by="alice")
     svc.tick(MODEL, PERSON_ITEMS, by="carol")
     st = svc.approve(MODEL, by="bob")
@@ -74,7 +75,7 @@ def test_good_candidate_goes_from_gate_to_promoted(live, db_engine, store):
 
 
 @pytest.mark.parametrize("fault,guard", [({"error_rate": 0.3}, "error_rate"),
-                                         ({"extra_latency_ms": 300}, "p95_latency_ratio")])
+                                         ({"extra_latency_ms": 800}, "p95_latency_ratio")])
 def test_bad_candidate_is_rolled_back_by_its_guard(live, sim, db_engine, store, fault, guard):
     url, svc = live
     set_faults(sim, "int4-v2", **fault)

@@ -14,7 +14,8 @@ from quantroute.db.node import NodeRow, upsert_node
 from quantroute.db.session_pin import SessionPin
 from quantroute.rollout.service import RolloutRefused, RolloutService
 
-from tests.rollout.conftest import BASE, CAND, MODEL, PERSON_ITEMS, policy_data, record_eval, write_v1
+from tests.rollout.conftest import (BASE, CAND, MODEL, PERSON_ITEMS, policy_data, record_eval, record_staircase,
+                                    write_v1)
 
 
 @pytest.fixture
@@ -28,6 +29,7 @@ def svc(store, db_engine) -> RolloutService:
 
 def ready_for_approval(svc: RolloutService, db_engine) -> None:
     record_eval(db_engine, passed=True)
+    record_staircase(db_engine)
     svc.start(MODEL, candidate=CAND, by="alice")
     svc.tick(MODEL, PERSON_ITEMS + ["baseline_healthy"], by="carol")
 
@@ -90,8 +92,26 @@ def test_approval_refused_while_a_required_item_is_open(svc, db_engine):
     record_eval(db_engine, passed=True)
     svc.start(MODEL, candidate=CAND, by="alice")
     svc.tick(MODEL, PERSON_ITEMS, by="carol")  # baseline health unknown without a router: still open
-    with pytest.raises(RolloutRefused, match="open: baseline_healthy"):
+    with pytest.raises(RolloutRefused, match="open: staircase_load_test, baseline_healthy"):
         svc.approve(MODEL, by="bob")
+    with pytest.raises(RolloutRefused, match="staircase_load_test is checked by the system"):
+        svc.tick(MODEL, ["staircase_load_test"], by="carol")  # the system knows there is no run
+    record_staircase(db_engine)
+    svc.tick(MODEL, ["baseline_healthy"], by="carol")
+    assert svc.approve(MODEL, by="bob").phase == "progressing"
+
+
+def test_staircase_item_follows_the_load_tester_runs(store, db_engine):
+    from quantroute.rollout.facts import staircase_fact
+
+    assert staircase_fact(db_engine, CAND, None).ok is False
+    record_staircase(db_engine, ok_up_to=8)
+    assert staircase_fact(db_engine, CAND, None).ok is True
+    f = staircase_fact(db_engine, CAND, 16)
+    assert f.ok is False and "concurrency 16" in f.detail
+    record_staircase(db_engine, ok_up_to=32)
+    assert staircase_fact(db_engine, CAND, 16).ok is True
+    assert staircase_fact(db_engine, BASE, None).ok is False  # another deployment's run does not count
 
 
 def test_system_items_cannot_be_ticked_by_a_person(svc, db_engine):
