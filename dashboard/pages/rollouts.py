@@ -35,18 +35,17 @@ def _buttons(svc, st_, model: str) -> None:
     me = ui.user()
     live = phase not in ("promoted", "rolled-back")
     if live and ui.can("rollout.rollback"):
+        if st.button("⏪ Rollback", type="primary", key=f"rb_{model}", width="stretch"):
+            st.session_state["rollback_pending"] = model
         if st.session_state.get("rollback_pending") == model:
             st.error(f"Roll back the canary of {model}? All traffic returns to {st_.baseline} at once.")
             a, b = st.columns(2)
             if a.button("Confirm rollback", type="primary", key=f"rb_yes_{model}"):
-                st.session_state.pop("rollback_pending")
+                st.session_state.pop("rollback_pending", None)
                 _do(svc, "rollback", model, reason="rolled back from the dashboard")
             if b.button("Cancel", key=f"rb_no_{model}"):
-                st.session_state.pop("rollback_pending")
+                st.session_state.pop("rollback_pending", None)
                 st.rerun()
-        elif st.button("⏪ Rollback", type="primary", key=f"rb_{model}", width="stretch"):
-            st.session_state["rollback_pending"] = model
-            st.rerun()
     cols = st.columns(6)
     if phase == "gated" and ui.can("rollout.start") and cols[0].button("Check eval gate", key=f"gate_{model}"):
         _do(svc, "check_gate", model)
