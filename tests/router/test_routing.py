@@ -74,7 +74,8 @@ def test_first_sse_chunk_arrives_while_upstream_still_runs_and_disconnect_cancel
         with router_at(make_settings()) as (url, app):
             body = {"model": INT8, "messages": TOLERANT, "max_tokens": 3000, "stream": True, "ignore_eos": True}
             with httpx.stream("POST", url + "/v1/chat/completions", json=body, timeout=30) as r:
-                first = next(r.iter_raw())
+                chunks = r.iter_raw()  # kept referenced: a dropped generator closes the connection at once
+                first = next(chunks)
                 assert first.startswith(b"data:")
                 node = app.fleet.nodes["int8-a"]
                 # the router still holds the upstream request open (it would take ~30 s to finish)
