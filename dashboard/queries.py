@@ -56,10 +56,12 @@ def tier_timeseries(engine: Engine, *, window_s: float = 900, bucket_s: int = 10
     return df
 
 
+# `col || ''` in GROUP BY: otherwise SQLite groups by walking the tier (or deployment) index over the whole
+# table instead of range-scanning the ts index for the window (0.3 s vs ~0.01 s at 1 M rows).
 def tier_share(engine: Engine, *, window_s: float = 900, now: datetime | None = None) -> pd.DataFrame:
     df = _frame(engine, """
-        SELECT tier, COUNT(*) AS requests FROM request_log
-        WHERE ts >= :since AND tier IS NOT NULL GROUP BY tier""", since=_ts_param(engine, _since(window_s, now)))
+        SELECT tier || '' AS tier, COUNT(*) AS requests FROM request_log
+        WHERE ts >= :since AND tier IS NOT NULL GROUP BY tier || ''""", since=_ts_param(engine, _since(window_s, now)))
     total = df["requests"].sum() if not df.empty else 0
     df["share"] = df["requests"] / total if total else 0.0
     return df
@@ -67,10 +69,10 @@ def tier_share(engine: Engine, *, window_s: float = 900, now: datetime | None = 
 
 def deployment_summary(engine: Engine, *, window_s: float = 900, now: datetime | None = None) -> pd.DataFrame:
     return _frame(engine, """
-        SELECT deployment, tier, COUNT(*) AS requests,
+        SELECT deployment || '' AS deployment, tier, COUNT(*) AS requests,
                SUM(CASE WHEN status >= 500 THEN 1 ELSE 0 END) AS errors, AVG(latency_ms) AS mean_latency_ms
         FROM request_log WHERE ts >= :since AND deployment IS NOT NULL
-        GROUP BY deployment, tier ORDER BY requests DESC""", since=_ts_param(engine, _since(window_s, now)))
+        GROUP BY deployment || '', tier ORDER BY requests DESC""", since=_ts_param(engine, _since(window_s, now)))
 
 
 def replay_rows(engine: Engine, *, limit: int = 500) -> pd.DataFrame:
