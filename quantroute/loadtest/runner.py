@@ -88,10 +88,12 @@ class Progress(Protocol):
 
 
 async def run_step(config: LoadTestConfig, traffic: Sequence[TrafficLine], index: int, *,
-                   client: httpx.AsyncClient, progress: Progress | None = None) -> StepStats:
+                   client: httpx.AsyncClient, progress: Progress | None = None,
+                   results: list[RequestResult] | None = None) -> StepStats:
+    """One step; every request result is appended to `results` when given (the fleet experiment reads them)."""
     value = config.staircase[index]
     conc, rate = (None, config.rate * value) if config.rate else (value, None)
-    results: list[RequestResult] = []
+    results = [] if results is None else results
     stop = asyncio.Event()
     task = asyncio.create_task(replay(config.url, traffic, stop_event=stop, on_result=results.append,
                                       concurrency=conc, rate=rate, seed=config.seed + index, client=client,

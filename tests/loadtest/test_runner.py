@@ -1,0 +1,76 @@
+"""The staircase against the simulator (time-scaled, 1-2 s steps)."""
+
+import asyncio
+import csv
+import json
+from pathlib import Path
+
+from quantroute.db.engine import session
+from quantroute.db.loadtest import latest_run, passed_at_concurrency, run_steps, save_result
+from quantroute.loadtest.report import CSV_FIELDS, write_all
+from quantroute.loadtest.runner import LoadTestConfig, run_staircase
+from quantroute.loadtest.stats import Slo
+from quantroute.sim.runner import running_fleet
+from quantroute.traffic import load_traffic
+
+REPO = Path(__file__).resolve().parents[2]
+CHAT = load_traffic(REPO / "data/traffic/chat-only.jsonl")
+
+
+def staircase(url, steps, **kw):
+    kw.setdefault("slo", Slo(min_gain=0.0))
+    cfg = LoadTestConfig(url=url, model="llama3-8b", staircase=steps, step_seconds=kw.pop("step_seconds", 1.5),
+                         warmup_seconds=0.3, drain_seconds=10, **kw)
+    return asyncio.run(run_staircase(cfg, CHAT))
+
+
+def test_extra_latency_on_the_node_breaks_the_slo_and_stops_the_staircase(make_fleet):
+    slo = Slo(p95_ms=1000, min_gain=0.0)
+    with running_fleet(make_fleet(), time_scale=0.05) as rf:
+        healthy = staircase(rf.urls["int4-a"], [1, 2], slo=slo)
+    with running_fleet(make_fleet("{extra_latency_ms: 1500}"), time_scale=0.05) as rf:
+        slow = staircase(rf.urls["int4-a"], [1, 2], slo=slo)
+    assert healthy.stop_reason is None and len(healthy.steps) == 2
+    assert slow.stopped_at == 0 and len(slow.steps) == 1
+    assert slow.stop_reason.startswith("SLO: end-to-end p95 ") and slow.stop_reason.endswith("> 1000 ms")
+    assert slow.steps[0].e2e_p95_ms > 1500 and slow.best is None
+
+
+def test_errors_are_counted_by_status_and_stop_the_staircase(make_fleet):
+    with running_fleet(make_fleet("{error_rate: 0.3}"), time_scale=0.05) as rf:
+        result = staircase(rf.urls["int4-a"], [2, 4], slo=Slo(max_error_rate=0.01, min_gain=0.0))
+    step = result.steps[0]
+    assert result.stopped_at == 0 and result.stop_reason.startswith("error rate ")
+    assert 0 < step.errors < step.requests
+    assert step.errors_by_status == {"500": step.errors}
+    assert abs(step.error_rate - step.errors / step.requests) < 1e-9
+    assert step.by_class["tolerant"].errors == step.errors
+
+
+def test_outputs_json_csv_chart_and_db_rows(tmp_path, engine, make_fleet):
+    with running_fleet(make_fleet(), time_scale=0.05) as rf:
+        url = rf.urls["int4-a"]
+        result = staircase(url, [1, 3], step_seconds=1.0)
+    paths = write_all(result, tmp_path / "out", png=True)
+    rows = list(csv.DictReader(paths["csv"].open()))
+    assert list(rows[0]) == CSV_FIELDS and len(rows) == len(result.steps) == 2
+    assert [int(r["concurrency"]) for r in rows] == [1, 3]
+    assert all(float(r["output_tok_s"]) > 0 and float(r["ttft_p95_ms"]) > 0 for r in rows)
+    data = json.loads(paths["json"].read_text())
+    assert data["config"]["staircase"] == [1, 3] and data["best_step"] == 1 and len(data["steps"]) == 2
+    assert data["steps"][0]["deployments"] == {"llama3-8b-awq-w4a16": result.steps[0].requests - result.steps[0].errors}
+    assert paths["png"].read_bytes()[:4] == b"\x89PNG" and "vega" in paths["html"].read_text()
+
+    with session(engine) as s:
+        run = save_result(session=s, result=result, out_dir=str(tmp_path))
+        s.commit()
+        run_id = run.id
+    with session(engine) as s:
+        got = latest_run(s, url=url)
+        assert got.id == run_id and got.deployment == "llama3-8b-awq-w4a16" and got.max_ok_concurrency == 3
+        assert latest_run(s, deployment="other") is None
+        steps = run_steps(s, run_id=run_id)
+        assert [st.concurrency for st in steps] == [1, 3] and all(st.passed for st in steps)
+        assert steps[1].requests == result.steps[1].requests and steps[1].tiers == {}
+        assert passed_at_concurrency(s, concurrency=3, deployment="llama3-8b-awq-w4a16").id == run_id
+        assert passed_at_concurrency(s, concurrency=4) is None
