@@ -66,7 +66,7 @@ def render() -> None:
     else:
         st.dataframe(nodes_frame(nodes, policy.sessions.quiescence_s), hide_index=True, width="stretch",
                      column_config={"KV use": st.column_config.ProgressColumn("KV use", min_value=0, max_value=1,
-                                                                              format="%.0f%%")})
+                                                                              format="percent")})
 
     share = data.tier_share(s.db_url, window_s)
     top_tier = policy.tier_ladder()[0].value
