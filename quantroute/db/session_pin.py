@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, delete, select
 
@@ -19,6 +20,9 @@ class SessionPin(SQLModel, table=True):
     tier: str = Field(index=True)
     arm: str | None = None
     deployment: str | None = None  # set when the session asked for a deployment id directly
+    # The deployment (artifact) that served the session: later requests prefer it while it has a healthy node,
+    # so a session does not switch format between deployments of its tier (column from 0101_pin_deployment).
+    served_deployment: str | None = None
     policy_version: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
     last_used: datetime = Field(default_factory=utcnow, index=True)
@@ -71,6 +75,12 @@ def touch_pin(*, session: Session, session_key: str, ttl_s: int, now: datetime |
         pin.last_used = now
         pin.expires_at = now + timedelta(seconds=ttl_s)
         session.commit()
+
+
+def set_served_deployment(*, session: Session, session_key: str, deployment: str) -> None:
+    session.exec(update(SessionPin).where(SessionPin.session_key == session_key)  # type: ignore[call-overload]
+                 .values(served_deployment=deployment))
+    session.commit()
 
 
 def delete_pin(*, session: Session, session_key: str) -> bool:

@@ -41,6 +41,7 @@ class Route:
     waited: bool = False
     rules_header: bytes = b""
     tried: set[str] = field(default_factory=set)
+    prefer: str | None = None  # a pinned session's deployment: used while it has a healthy node
 
 
 class Decider:
@@ -103,6 +104,10 @@ class Decider:
         tier = Tier(pin.tier)
         deps = (pin.deployment,) if pin.deployment else self.deployments_for(ap, model, tier, pin.arm)
         route = Route(ap, model, tier, None, pin.arm, decision, key, True, pin.created_at, deps)  # type: ignore[arg-type]
+        if not pin.deployment:
+            route.prefer = pin.served_deployment
+            if route.prefer is not None and route.prefer not in deps:  # the policy no longer has it here
+                self._fall_back(route, None, "not_in_policy")
         node = self.pick(route, set())
         if node is None:  # pinned: same tier always; wait for room, then 503
             node = await self._wait(route, ap.policy.sessions.max_wait_ms / 1000)
@@ -111,6 +116,9 @@ class Decider:
             raise NoCapacity(f"no capacity at tier {tier.value} for session {key!r} (pinned); retry later",
                              headers={"Retry-After": str(self.retry_after_s)})
         route.node = node
+        if not pin.deployment and route.prefer is None:  # a pin from before served_deployment: adopt this one
+            route.prefer = node.deployment
+            self.pins.set_served(key, node.deployment)
         return route
 
     async def _unpinned(self, ap: ActivePolicy, model: str, fixed: str | None, decision: Decision,
@@ -160,13 +168,17 @@ class Decider:
 
     async def _create_pin(self, route: Route, fixed: str | None) -> None:
         sessions = route.policy.policy.sessions
+        served = None if fixed else route.node.deployment
         pin = await self.pins.create(key=route.session_key, model=route.model, tier=route.tier.value,  # type: ignore[arg-type]
                                      arm=route.arm, deployment=fixed, policy_version=route.policy.version,
-                                     ttl_s=sessions.ttl_s)
-        if pin.tier != route.tier.value or pin.arm != route.arm:
+                                     ttl_s=sessions.ttl_s, served_deployment=served)
+        if pin.tier != route.tier.value or pin.arm != route.arm or pin.served_deployment != served:
             # Another replica pinned this session first: follow its pin.
             new = await self._pinned(route.policy, pin, route.model, route.decision, route.session_key)  # type: ignore[arg-type]
             route.tier, route.arm, route.node, route.deployments = new.tier, new.arm, new.node, new.deployments
+            route.prefer = new.prefer
+        else:
+            route.prefer = served  # a retry of this first request stays on the deployment the pin names
         route.pinned, route.pin_created = True, pin.created_at
 
     # -- nodes --------------------------------------------------------------------------------------------
@@ -175,7 +187,24 @@ class Decider:
         if route.pin_created is not None:
             q = route.policy.policy.sessions.quiescence_s
             nodes = [n for n in nodes if not n.quiescent_for(route.pin_created, q)]
-        return pick_node(nodes, exclude=exclude)
+        if route.prefer is None:
+            return pick_node(nodes, exclude=exclude)
+        preferred = [n for n in nodes if n.deployment == route.prefer]
+        node = pick_node(preferred, exclude=exclude)
+        if node is not None or any(n.healthy and n.key not in exclude for n in preferred):
+            return node  # the session's deployment is alive: stay on it, even if that means waiting for room
+        node = pick_node(nodes, exclude=exclude)
+        if node is not None:  # it is gone: another deployment of the same tier (and arm), counted
+            self._fall_back(route, node, "no_healthy_node")
+        return node
+
+    def _fall_back(self, route: Route, node: Node | None, reason: str) -> None:
+        """Move a pinned session off its deployment (`node` None: to whichever node is picked next)."""
+        if self.metrics:
+            self.metrics.pin_fallbacks.labels(route.tier.value, reason).inc()
+        route.prefer = node.deployment if node is not None else None
+        if node is not None and route.session_key is not None:
+            self.pins.set_served(route.session_key, node.deployment)
 
     async def _wait(self, route: Route, max_wait: float) -> Node | None:
         if self.on_miss is not None:

@@ -31,6 +31,9 @@ class RouterMetrics:
                                        registry=r)
         self.log_dropped = Counter("quantroute_request_log_dropped_total", "Request log rows dropped",
                                    registry=r)
+        self.pin_fallbacks = Counter("quantroute_pin_deployment_fallbacks_total",
+                                     "Pinned sessions moved to another deployment of their tier",
+                                     ["tier", "reason"], registry=r)
         self.pins_purged = Counter("quantroute_session_pins_purged_total", "Expired session pins deleted",
                                    registry=r)
         self.log_buffered = Gauge("quantroute_request_log_buffered", "Request log rows waiting", registry=r)

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from quantroute.db.audit import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.db.session_pin import (SessionPin, create_pin, delete_pin, get_pin, list_pins, purge_expired_pins,
-                                       touch_pin)
+                                       set_served_deployment, touch_pin)
 
 log = logging.getLogger(__name__)
 
@@ -33,16 +33,18 @@ class Pin:
     created_at: datetime
     expires: float  # monotonic deadline
     touched: float  # monotonic time of the last DB refresh
+    served_deployment: str | None = None  # preferred within the tier (see SessionPin)
 
     @classmethod
     def from_row(cls, row: SessionPin) -> "Pin":
         now_m, now = time.monotonic(), utcnow()
         return cls(row.session_key, row.model, row.tier, row.arm, row.deployment, row.policy_version,
-                   row.created_at, now_m + (row.expires_at - now).total_seconds(), now_m)
+                   row.created_at, now_m + (row.expires_at - now).total_seconds(), now_m, row.served_deployment)
 
     def view(self) -> dict:
         return {"session_key": self.session_key, "model": self.model, "tier": self.tier, "arm": self.arm,
-                "deployment": self.deployment, "policy_version": self.policy_version,
+                "deployment": self.deployment, "served_deployment": self.served_deployment,
+                "policy_version": self.policy_version,
                 "created_at": self.created_at.isoformat(),
                 "expires_in_s": round(self.expires - time.monotonic(), 1)}
 
@@ -81,11 +83,11 @@ class PinStore:
         return pin
 
     async def create(self, *, key: str, model: str, tier: str, arm: str | None, deployment: str | None,
-                     policy_version: int | None, ttl_s: int) -> Pin:
+                     policy_version: int | None, ttl_s: int, served_deployment: str | None = None) -> Pin:
         now = utcnow()
         row = SessionPin(session_key=key, model=model, tier=tier, arm=arm, deployment=deployment,
-                         policy_version=policy_version, created_at=now, last_used=now,
-                         expires_at=now + timedelta(seconds=ttl_s))
+                         served_deployment=served_deployment, policy_version=policy_version, created_at=now,
+                         last_used=now, expires_at=now + timedelta(seconds=ttl_s))
         if self.engine is not None:
             try:
                 row = await asyncio.to_thread(self._create, row)  # another replica may have won the race
@@ -107,6 +109,14 @@ class PinStore:
             return [p.view() for p in self.cache.values() if p.expires > time.monotonic()]
         rows = await asyncio.to_thread(self._list)
         return [Pin.from_row(r).view() for r in rows]
+
+    def set_served(self, key: str, deployment: str) -> None:
+        """Record the deployment a pinned session now stays on: in the cache at once, in the DB off the path."""
+        pin = self.cache.get(key)
+        if pin is not None:
+            pin.served_deployment = deployment
+        if self.engine is not None:
+            self._spawn(self._set_served(key, deployment))
 
     def forget_expired(self) -> None:
         now = time.monotonic()
@@ -162,6 +172,17 @@ class PinStore:
     def _list(self) -> list[SessionPin]:
         with db_session(self.engine) as s:
             return list_pins(session=s)
+
+    async def _set_served(self, key: str, deployment: str) -> None:
+        try:
+            await asyncio.to_thread(self._set_served_sync, key, deployment)
+        except Exception as e:  # noqa: BLE001
+            self.db_errors += 1
+            log.warning("session pin deployment update failed: %s", e)
+
+    def _set_served_sync(self, key: str, deployment: str) -> None:
+        with db_session(self.engine) as s:
+            set_served_deployment(session=s, session_key=key, deployment=deployment)
 
     async def _touch(self, key: str, ttl_s: int) -> None:
         try:

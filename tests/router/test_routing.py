@@ -156,7 +156,10 @@ def test_sensitive_request_never_goes_to_a_lower_tier(make_settings):
 
 def test_pinned_session_waits_for_capacity_then_is_served(make_settings):
     with router_at(make_settings(node_max_inflight=1, probe_interval_s=600)) as (url, app):
-        assert chat(url, TOLERANT, session="s-wait").headers["x-quantroute-tier"] == "int4"
+        first = chat(url, TOLERANT, session="s-wait")
+        assert first.headers["x-quantroute-tier"] == "int4"
+        # the session stays on its deployment (artifact): free a node of that one
+        freed = "int4-b" if first.headers["x-quantroute-deployment"] == INT4 else "int4-v2"
         for n in ("int4-a", "int4-b", "int4-v2"):
             app.fleet.nodes[n].inflight += 1  # every int4 node is full
         results = []
@@ -169,8 +172,8 @@ def test_pinned_session_waits_for_capacity_then_is_served(make_settings):
         while "quantroute_session_waits_total{tier=\"int4\"} 1.0" not in httpx.get(url + "/metrics").text:
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        app.fleet.nodes["int4-b"].inflight -= 1
+        app.fleet.nodes[freed].inflight -= 1
         app.fleet.notify()
         t.join(10)
         assert results[0].status_code == 200
-        assert results[0].headers["x-quantroute-node"] == "int4-b"
+        assert results[0].headers["x-quantroute-node"] == freed
