@@ -2,7 +2,7 @@
 
 Copies policies/ into .demo/ (gitignored), starts the simulated fleet (data/fleet.yaml), the router (that
 policies dir, a SQLite DB under .demo/), background traffic replaying data/traffic/mixed.jsonl (multi-turn
-sessions included), seeds two eval runs (int4 vs fp16 and fp8 vs fp16, smoke suite), creates one user per
+sessions included), seeds eval runs (int4 vs fp16, fp8 vs fp16 and the canary candidate vs its baseline, golden suite), creates one user per
 role and starts the dashboard. Every child runs in its own process group; on exit each group is terminated
 and waited for, so nothing is left behind.
 
@@ -123,26 +123,30 @@ def create_users(db_url: str, passwords: dict[str, str] | None = None) -> dict[s
     return out
 
 
-def seed_evals(stack: Stack, *, suite: str = "data/evals/smoke.jsonl") -> list[str]:
-    """int4 vs fp16 and fp8 vs fp16 through the router (deployment ids pick the arm), so Evals has data."""
+def seed_evals(stack: Stack, *, suite: str = "data/evals/golden.jsonl") -> list[str]:
+    """Paired evals through the router (deployment ids pick the arm) so the Evals page has real verdicts:
+    int4 vs fp16 (the gate fails on math), fp8 vs fp16 (passes), and the canary candidate vs its baseline,
+    which opens the rollout's eval gate on the suite the policy pins."""
     from quantroute.db.engine import make_engine
     from quantroute.evals.runs import start_run
     from quantroute.evals.suite import load_suite
-    from quantroute.policy.loader import load_policy
+    from quantroute.policy.store import PolicyStore
 
-    policy = load_policy(sorted((stack.dir / "policies").glob("policy-*.yaml"))[0])
+    engine = make_engine(stack.db_url)
+    policy = PolicyStore(stack.dir / "policies", engine).active()
     model = sorted(policy.models())[0]
     first = {t.name.value: policy.deployments_for(model, t.name)[0] for t in policy.tiers
              if policy.deployments_for(model, t.name)}
-    engine = make_engine(stack.db_url)
+    pairs = [(first["fp16"], first[c]) for c in ("int4", "fp8") if c in first and "fp16" in first]
+    canary = policy.canary_for(model)
+    if canary:
+        pairs.append((canary.baseline, canary.candidate))
+    loaded = load_suite(REPO / suite)
     out = []
-    for cand in ("int4", "fp8"):
-        if cand not in first or "fp16" not in first:
-            continue
-        view = start_run(suite=load_suite(REPO / suite), baseline=f"{stack.router_url}#{first['fp16']}",
-                         candidate=f"{stack.router_url}#{first[cand]}", engine=engine,
-                         runs_dir=stack.dir / "evals")
-        out.append(f"run {view.run['id']}: {first[cand]} vs {first['fp16']}: {view.verdict.summary().splitlines()[0]}")
+    for baseline, candidate in pairs:
+        view = start_run(suite=loaded, baseline=f"{stack.router_url}#{baseline}",
+                         candidate=f"{stack.router_url}#{candidate}", engine=engine, runs_dir=stack.dir / "evals")
+        out.append(f"run {view.run['id']}: {candidate} vs {baseline}: {view.verdict.summary().splitlines()[0]}")
     engine.dispose()
     return out
 
@@ -260,7 +264,7 @@ def main(argv: list[str] | None = None) -> None:
             if canary:
                 print(canary)
             if not args.no_evals:
-                print("seeding eval runs (smoke suite through the router)...", flush=True)
+                print("seeding eval runs (golden suite through the router, about a minute)...", flush=True)
                 for line in seed_evals(stack):
                     print("  " + line)
             print("logins:")

@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow,
 def stack(tmp_path_factory):
     with demo.demo_stack(tmp_path_factory.mktemp("demo") / "rt", time_scale=0.05, concurrency=2,
                          passwords=PASSWORDS) as st:
-        demo.seed_evals(st)
+        demo.seed_evals(st, suite="data/evals/smoke.jsonl")
         yield st
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP, PASSWORD, REPO
+from tests.dashboard.conftest import APP, PASSWORD, REPO
 from dashboard import actions, queries
 from quantroute.auth import PermissionDenied
 from quantroute.db.engine import session

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from model_files import awq_layer, edges, float_layer, llama_config
+from tests.registrar.model_files import awq_layer, edges, float_layer, llama_config
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse

@@ -6,7 +6,7 @@ import hashlib
 import json
 
 import pytest
-from model_files import (awq_layer, edges, float_layer, fp8_layer, gptq_layer, int8_layer, llama_config,
+from tests.registrar.model_files import (awq_layer, edges, float_layer, fp8_layer, gptq_layer, int8_layer, llama_config,
                          packed_ct_layer, patch_dtypes, write_tensors)
 
 from quantroute.registrar import InspectionError, build_registration, inspect_model_dir
