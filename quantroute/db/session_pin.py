@@ -83,6 +83,13 @@ def set_served_deployment(*, session: Session, session_key: str, deployment: str
     session.commit()
 
 
+def rearm_pin(*, session: Session, session_key: str, arm: str) -> None:
+    """Move a pinned session to another canary arm at the same tier; it picks its deployment afresh."""
+    session.exec(update(SessionPin).where(SessionPin.session_key == session_key)  # type: ignore[call-overload]
+                 .values(arm=arm, served_deployment=None))
+    session.commit()
+
+
 def delete_pin(*, session: Session, session_key: str) -> bool:
     res = session.exec(delete(SessionPin).where(SessionPin.session_key == session_key))  # type: ignore[call-overload]
     session.commit()

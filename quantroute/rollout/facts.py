@@ -75,10 +75,13 @@ def arm_window(engine: Engine, *, model: str, deployment: str, start: datetime, 
     """One arm's figures from the request log. Arms are told apart by deployment: the router tags every
     request of the model with an arm, but only the canary's tier serves the two deployments."""
     with db_session(engine) as s:
-        q = select(RequestLog.status, RequestLog.latency_ms, RequestLog.ttft_ms).where(
+        q = select(RequestLog.status, RequestLog.latency_ms, RequestLog.ttft_ms, RequestLog.error).where(
             RequestLog.model == model, RequestLog.deployment == deployment,
             RequestLog.ts >= start, RequestLog.ts <= end)
-        rows = [tuple(r) for r in s.exec(q)]
+        # A stream that broke after its 200 headers is logged with status 200 and an error: for the guards
+        # it failed like a 5xx.
+        rows = [(502 if status < 400 and error else status, latency, ttft)
+                for status, latency, ttft, error in s.exec(q)]
     return arm_stats(rows)  # type: ignore[arg-type]
 
 

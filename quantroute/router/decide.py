@@ -102,6 +102,13 @@ class Decider:
 
     async def _pinned(self, ap: ActivePolicy, pin: Pin, model: str, decision: Decision, key: str) -> Route:
         tier = Tier(pin.tier)
+        if pin.arm == CANDIDATE and not pin.deployment:
+            canary = ap.policy.canary_for(model)
+            if canary is None or canary.percent <= 0:
+                # The canary was rolled back (or removed): its sessions return to the baseline at the same
+                # tier, once, and stay there even if a later canary starts again.
+                self.pins.rearm(key, BASELINE)
+                pin.arm, pin.served_deployment = BASELINE, None
         deps = (pin.deployment,) if pin.deployment else self.deployments_for(ap, model, tier, pin.arm)
         route = Route(ap, model, tier, None, pin.arm, decision, key, True, pin.created_at, deps)  # type: ignore[arg-type]
         if not pin.deployment:

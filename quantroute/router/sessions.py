@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 
 from quantroute.db.audit import utcnow
 from quantroute.db.engine import session as db_session
-from quantroute.db.session_pin import (SessionPin, create_pin, delete_pin, get_pin, list_pins, purge_expired_pins,
+from quantroute.db.session_pin import (SessionPin, create_pin, delete_pin, get_pin, list_pins, purge_expired_pins, rearm_pin,
                                        set_served_deployment, touch_pin)
 
 log = logging.getLogger(__name__)
@@ -117,6 +117,24 @@ class PinStore:
             pin.served_deployment = deployment
         if self.engine is not None:
             self._spawn(self._set_served(key, deployment))
+
+    def rearm(self, key: str, arm: str) -> None:
+        """Move a pinned session to another canary arm (same tier): in the cache at once, in the DB off the path."""
+        pin = self.cache.get(key)
+        if pin is not None:
+            pin.arm, pin.served_deployment = arm, None
+        if self.engine is not None:
+            self._spawn(self._db_call(rearm_pin, session_key=key, arm=arm))
+
+    async def _db_call(self, fn, **kw) -> None:
+        def run() -> None:
+            with db_session(self.engine) as s:
+                fn(session=s, **kw)
+        try:
+            await asyncio.to_thread(run)
+        except Exception as e:  # noqa: BLE001 - the DB being down never fails a request
+            self.db_errors += 1
+            log.warning("session pin update failed: %s", e)
 
     def forget_expired(self) -> None:
         now = time.monotonic()

@@ -23,7 +23,7 @@ class RouterSettings(BaseSettings):
 
     # Fleet state
     probe_interval_s: float = Field(default=1.5, gt=0)
-    probe_timeout_s: float = Field(default=1.0, gt=0)
+    probe_timeout_s: float = Field(default=5.0, gt=0)  # a busy real vLLM answers /metrics in seconds
     eject_after_failures: int = Field(default=3, ge=1)
     node_max_inflight: int = Field(default=256, ge=1, description="Router in-flight requests that make a node full")
     node_max_waiting: int = Field(default=64, ge=0, description="Scraped waiting requests that make a node full")

@@ -81,6 +81,34 @@ def test_canary_arm_is_sticky_per_session_and_tagged(make_settings, policies):
             assert chat(url, TOLERANT, session=f"c-{i}").headers["x-quantroute-arm"] == arms[i]
 
 
+def test_rolled_back_canary_returns_pinned_candidate_sessions_to_baseline(make_settings, policies):
+    """At 0 % every session pinned to the candidate goes back to the baseline at the same tier, and stays
+    there when a new canary starts (no second format switch)."""
+    import time
+
+    canary = {"model": MODEL, "baseline": INT4, "candidate": INT4_V2}
+    write_policy(policies, 2, canaries=[{**canary, "percent": 50}])
+    with router_at(make_settings()) as (url, _):
+        on_candidate = [f"r-{i}" for i in range(40) if choose_arm(f"r-{i}", 50, MODEL) == CANDIDATE][:5]
+        for key in on_candidate:
+            assert chat(url, TOLERANT, session=key).headers["x-quantroute-deployment"] == INT4_V2
+        write_policy(policies, 3, canaries=[{**canary, "percent": 0}])
+        deadline = time.monotonic() + 10
+        while chat(url, TOLERANT).headers["x-quantroute-policy-version"] != "3":
+            assert time.monotonic() < deadline, "policy 3 never loaded"
+            time.sleep(0.05)
+        for key in on_candidate:
+            r = chat(url, TOLERANT, session=key)
+            assert (r.headers["x-quantroute-arm"], r.headers["x-quantroute-deployment"]) == (BASELINE, INT4)
+            assert r.headers["x-quantroute-tier"] == "int4"
+        write_policy(policies, 4, canaries=[{**canary, "percent": 50}])
+        while chat(url, TOLERANT).headers["x-quantroute-policy-version"] != "4":
+            assert time.monotonic() < deadline + 10, "policy 4 never loaded"
+            time.sleep(0.05)
+        for key in on_candidate:
+            assert chat(url, TOLERANT, session=key).headers["x-quantroute-deployment"] == INT4
+
+
 def test_canary_hash_is_stable_and_monotonic_in_percent():
     keys = [f"k{i}" for i in range(2000)]
     at10 = {k for k in keys if choose_arm(k, 10, "m") == CANDIDATE}
