@@ -20,6 +20,7 @@ def user() -> CurrentUser:
     if not u:
         st.error("not logged in")
         st.stop()
+        raise PermissionError("not logged in")  # st.stop() returns when no script runs (bare mode)
     return CurrentUser(u["name"], u["role"])
 
 
