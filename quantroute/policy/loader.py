@@ -173,10 +173,13 @@ def _prune(data: dict[str, Any], err: ValidationError) -> tuple[dict[str, Any], 
 
 
 def _remap(issue: Issue, index: dict[str, list[int]]) -> Issue:
-    m = re.match(r"^(\w+)\[(\d+)\](.*)$", issue.path)
-    if m and m.group(1) in index:
-        return Issue(f"{m.group(1)}[{index[m.group(1)][int(m.group(2))]}]{m.group(3)}", issue.message)
-    return issue
+    """Rewrite `rules[1]`-style references (in the path and the message) to the original indices."""
+    def fix(m: re.Match) -> str:
+        key, i = m.group(1), int(m.group(2))
+        return f"{key}[{index[key][i]}]" if key in index and i < len(index[key]) else m.group(0)
+
+    rx = re.compile(r"\b(\w+)\[(\d+)\]")
+    return Issue(rx.sub(fix, issue.path), rx.sub(fix, issue.message))
 
 
 def validate_data(data: Any, source: str = "<policy>") -> Policy:

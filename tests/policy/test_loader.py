@@ -97,3 +97,12 @@ def test_dump_round_trip_carries_a_hash_that_detects_edits():
     with pytest.raises(PolicyValidationError) as ei:
         parse_policy(tampered)
     assert ei.value.issues[-1].path == "content_hash"
+
+
+def test_cross_field_checks_still_run_when_some_items_are_broken_with_true_indices():
+    d = base()
+    d["rules"][0]["when"]["all"][0]["temperature"]["max"] = "low"  # rules[0] fails field validation
+    d["rules"][2]["name"] = d["rules"][1]["name"]
+    found = issues_of(d)
+    assert "rules[0].when.all[0].temperature.max" in found
+    assert found["rules[2].name"] == f"duplicate rule name {d['rules'][1]['name']!r} (also rules[1])"
