@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import types
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -75,7 +77,15 @@ def _child(target, *args) -> Iterator:
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=target, args=(*args, child), daemon=True)
-    proc.start()
+    # "spawn" re-runs the parent's __main__ in the child. The children here need nothing from it, and the host
+    # may have replaced __main__ with a script that must not run twice (pytest after Streamlit's AppTest, a
+    # notebook), so the child is started against an empty main module.
+    real_main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        proc.start()
+    finally:
+        sys.modules["__main__"] = real_main
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not parent.poll(0.1):
