@@ -111,3 +111,13 @@ def test_entropy_prose_vs_code():
 
 def test_classify_accepts_plain_policy(policy):
     assert classify(policy.policy, chat("hello there"), None).rule_names == ["casual-chat"]
+
+
+def test_keyword_normalization_punctuation_phrases_and_cjk(policy):
+    hits = lambda text: policy.classify(chat(text, temperature=0), {}).rule_names  # noqa: E731
+    assert "greedy-structured" in hits("Explain it Step-By-Step, please.")
+    assert "greedy-structured" in hits("explain it step by step")
+    assert "greedy-structured" in hits("(JSON) only!")
+    assert "greedy-structured" not in hits("jsonify the mathematics department")  # whole words only
+    zh = policy.classify(chat("给我讲一个关于猫的故事吧", temperature=1.0), {})
+    assert "creative-high-temp" in zh.rule_names and zh.tier == Tier.int4
