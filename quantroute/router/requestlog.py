@@ -1,7 +1,9 @@
 """The request log writer: rows are buffered in memory and inserted in batches by a background task.
 
 The request path only appends a tuple to a bounded deque. When the DB is slow or down the buffer fills and
-the oldest-unwritten rows beyond the bound are dropped and counted; a request never waits for the DB."""
+the oldest-unwritten rows beyond the bound are dropped and counted; a request never waits for the DB.
+Each batch also updates the per-minute rollup (request_stats_minute) in the same transaction, so the
+dashboard's long windows read a few thousand rollup rows instead of every logged request."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from sqlalchemy.engine import Engine
 
 from quantroute.db.request_log import RequestLog
+from quantroute.db.request_stats import minute_stats, upsert_minute_stats
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +86,12 @@ class RequestLogWriter:
             self._prepare()
         procs = self._procs
         rows = [tuple(p(r.get(c)) if p else r.get(c) for c, p in procs) for r in batch]
+        # Aggregated before the transaction opens, so the DB write lock is held only for the two statements;
+        # one transaction, so a failed batch (kept and retried) never leaves the rollup counting it.
+        stats = minute_stats(batch)
         with self.engine.begin() as conn:
             conn.exec_driver_sql(self._sql, rows)
+            upsert_minute_stats(conn=conn, stats=stats)
 
     def _prepare(self) -> None:
         dialect = self.engine.dialect

@@ -1,0 +1,134 @@
+"""Per-minute rollup of the request log: what the dashboard's long windows read instead of every logged row.
+
+The router's request-log writer aggregates each batch in Python (`minute_stats`, pure) and upserts the result
+(`upsert_minute_stats`) in the same transaction as the batch insert, so the rollup always equals a GROUP BY
+over request_log. Rows written to request_log by anything else must go through the same two functions, or
+be folded in afterwards with `rebuild_minute_stats`.
+
+Key columns hold '' instead of NULL: a primary key cannot contain NULL, and ON CONFLICT never matches NULLs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlmodel import Field, SQLModel
+
+KEY = ("minute", "model", "tier", "deployment", "arm")
+SUMS = ("requests", "errors_5xx", "errors_4xx", "completion_tokens", "prompt_tokens", "latency_ms_sum",
+        "ttft_ms_sum", "ttft_count")
+COLUMNS = KEY + SUMS + ("latency_ms_max",)
+
+
+class RequestStatsMinute(SQLModel, table=True):
+    """Counts and sums of one minute of logged requests for one (model, tier, deployment, arm)."""
+
+    __tablename__ = "request_stats_minute"
+    # Epoch seconds (UTC) of the minute's start. An integer, not a datetime: buckets of any multiple of 60 s
+    # are then integer arithmetic on SQLite and PostgreSQL alike, with no per-row date parsing.
+    minute: int = Field(sa_column=sa.Column(sa.BigInteger, primary_key=True, autoincrement=False))
+    model: str = Field(primary_key=True)
+    tier: str = Field(default="", primary_key=True)
+    deployment: str = Field(default="", primary_key=True)
+    arm: str = Field(default="", primary_key=True)
+    requests: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
+    errors_5xx: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
+    errors_4xx: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
+    completion_tokens: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
+    prompt_tokens: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
+    latency_ms_sum: float = 0.0
+    latency_ms_max: float = 0.0
+    ttft_ms_sum: float = 0.0
+    ttft_count: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))  # rows with a TTFT
+
+
+def epoch_minute(ts: datetime) -> int:
+    """Start of ts's minute in epoch seconds; naive datetimes are UTC (that is how SQLite hands them back)."""
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=timezone.utc)
+    return int(ts.timestamp()) // 60 * 60
+
+
+def minute_stats(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Aggregate request-log rows (the writer's dicts) per minute and key. Pure; sorted by key so concurrent
+    writers (router replicas on PostgreSQL) take row locks in the same order and cannot deadlock."""
+    acc: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        key = (epoch_minute(r["ts"]), r.get("model") or "", r.get("tier") or "", r.get("deployment") or "",
+               r.get("arm") or "")
+        s = acc.get(key)
+        if s is None:
+            s = acc[key] = dict(zip(KEY, key), requests=0, errors_5xx=0, errors_4xx=0, completion_tokens=0,
+                                prompt_tokens=0, latency_ms_sum=0.0, latency_ms_max=0.0, ttft_ms_sum=0.0,
+                                ttft_count=0)
+        status = int(r["status"])
+        latency = float(r["latency_ms"])
+        s["requests"] += 1
+        s["errors_5xx"] += status >= 500
+        s["errors_4xx"] += 400 <= status < 500
+        s["completion_tokens"] += r.get("completion_tokens") or 0
+        s["prompt_tokens"] += r.get("prompt_tokens") or 0
+        s["latency_ms_sum"] += latency
+        s["latency_ms_max"] = max(s["latency_ms_max"], latency)
+        if r.get("ttft_ms") is not None:
+            s["ttft_ms_sum"] += float(r["ttft_ms"])
+            s["ttft_count"] += 1
+    return [acc[k] for k in sorted(acc)]
+
+
+def _upsert_statement(dialect_name: str):
+    table = RequestStatsMinute.__table__
+    if dialect_name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+        bigger = sa.func.greatest
+    elif dialect_name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+        bigger = sa.func.max  # two-argument max() is SQLite's scalar maximum
+    else:
+        raise ValueError(f"request_stats_minute: dialect {dialect_name!r} has no upsert here "
+                         "(valid: sqlite, postgresql)")
+    stmt = insert(table)
+    update = {c: table.c[c] + stmt.excluded[c] for c in SUMS}
+    update["latency_ms_max"] = bigger(table.c.latency_ms_max, stmt.excluded.latency_ms_max)
+    return stmt.on_conflict_do_update(index_elements=list(KEY), set_=update)
+
+
+def upsert_minute_stats(*, conn: Connection, stats: list[dict[str, Any]]) -> None:
+    """Add `minute_stats` output into the rollup, one upsert per (minute, key), in the caller's transaction."""
+    if stats:
+        conn.execute(_upsert_statement(conn.dialect.name), stats)
+
+
+def _minute_sql(dialect_name: str) -> str:
+    if dialect_name == "sqlite":  # ts is stored as naive-UTC ISO text; %s drops the fraction, like epoch_minute
+        return "CAST(strftime('%s', ts) AS INTEGER) / 60 * 60"
+    return "(FLOOR(EXTRACT(EPOCH FROM ts) / 60) * 60)::bigint"
+
+
+def rollup_select_sql(dialect_name: str, where: str = "1=1") -> str:
+    """SELECT producing rollup rows from request_log (the migration's backfill uses its own frozen copy)."""
+    m = _minute_sql(dialect_name)
+    return f"""
+        SELECT {m} AS minute, model, COALESCE(tier, '') AS tier, COALESCE(deployment, '') AS deployment,
+               COALESCE(arm, '') AS arm, COUNT(*) AS requests,
+               SUM(CASE WHEN status >= 500 THEN 1 ELSE 0 END) AS errors_5xx,
+               SUM(CASE WHEN status >= 400 AND status < 500 THEN 1 ELSE 0 END) AS errors_4xx,
+               COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
+               COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,
+               SUM(latency_ms) AS latency_ms_sum, MAX(latency_ms) AS latency_ms_max,
+               COALESCE(SUM(ttft_ms), 0) AS ttft_ms_sum, COUNT(ttft_ms) AS ttft_count
+        FROM request_log WHERE {where}
+        GROUP BY {m}, model, COALESCE(tier, ''), COALESCE(deployment, ''), COALESCE(arm, '')"""
+
+
+def rebuild_minute_stats(*, conn: Connection) -> int:
+    """Recompute the whole rollup from request_log (for rows written outside the router's writer, e.g.
+    fixtures or imports). Returns the number of rollup rows."""
+    conn.execute(sa.text("DELETE FROM request_stats_minute"))
+    cols = ", ".join(COLUMNS)
+    conn.execute(sa.text(f"INSERT INTO request_stats_minute ({cols}) "
+                         f"SELECT {cols} FROM ({rollup_select_sql(conn.dialect.name)}) r"))
+    return int(conn.execute(sa.text("SELECT COUNT(*) FROM request_stats_minute")).scalar_one())
