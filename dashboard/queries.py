@@ -1,6 +1,12 @@
 """The dashboard's reads, as plain functions of an engine (no Streamlit), so the benchmark times exactly what
 the pages run. Aggregation happens in SQL over the indexed columns (ts, tier, deployment, model+ts); only
-small result sets come back. Works on SQLite and PostgreSQL."""
+small result sets come back. Works on SQLite and PostgreSQL.
+
+Windows longer than ROLLUP_MIN_WINDOW_S (with buckets that are whole minutes) read request_stats_minute, the
+per-minute rollup the router's writer keeps in the same transaction as each batch, plus the raw rows of the
+window's first, partial minute, so both paths give the same figures. A 24 h window is then ~1.4 k minutes x
+keys instead of every request. Short windows read request_log. p95s cannot be summed, so the guard
+queries stay on request_log, bounded by their window and the time index."""
 
 from __future__ import annotations
 
@@ -30,6 +36,34 @@ def _ts_param(engine: Engine, dt: datetime) -> Any:
     return dt
 
 
+ROLLUP_MIN_WINDOW_S = 1800
+
+
+def _use_rollup(source: str, window_s: float, bucket_s: int = 60) -> bool:
+    if source not in ("auto", "raw", "rollup"):
+        raise ValueError(f"source: {source!r} is not one of 'auto', 'raw', 'rollup'")
+    if source == "rollup" and bucket_s % 60:
+        raise ValueError(f"bucket_s: {bucket_s} cannot come from the per-minute rollup (valid: multiples of 60)")
+    return source == "rollup" or (source == "auto" and window_s > ROLLUP_MIN_WINDOW_S and bucket_s % 60 == 0)
+
+
+def _rollup_bounds(engine: Engine, window_s: float, now: datetime | None) -> dict[str, Any]:
+    """The window [since, now] as whole rollup minutes from `minute0` on, plus raw rows in [since, head_end)
+    (the part of since's minute inside the window)."""
+    since = _since(window_s, now)
+    epoch = since.timestamp()
+    minute0 = int(-(-epoch // 60) * 60)  # ceil to the minute
+    head_end = datetime.fromtimestamp(minute0, timezone.utc)
+    return {"since": _ts_param(engine, since), "head_end": _ts_param(engine, head_end), "minute0": minute0}
+
+
+def _ints(df: pd.DataFrame, *cols: str) -> pd.DataFrame:
+    # PostgreSQL's SUM(bigint) is numeric (Decimal in pandas); give both paths the same dtypes.
+    for c in cols:
+        df[c] = df[c].astype("int64")
+    return df
+
+
 def _frame(engine: Engine, sql: str, **params: Any) -> pd.DataFrame:
     with engine.connect() as conn:
         res = conn.execute(text(sql), params)
@@ -37,16 +71,35 @@ def _frame(engine: Engine, sql: str, **params: Any) -> pd.DataFrame:
 
 
 def tier_timeseries(engine: Engine, *, window_s: float = 900, bucket_s: int = 10,
-                    now: datetime | None = None) -> pd.DataFrame:
-    """Per tier and time bucket: requests/s, tokens/s, error rate, mean and max latency."""
+                    now: datetime | None = None, source: str = "auto") -> pd.DataFrame:
+    """Per tier and time bucket: requests/s, tokens/s, error rate, mean and max latency.
+    source: 'auto' (rollup for long windows), 'raw' (request_log) or 'rollup' (for the benchmark and tests)."""
     b = _bucket_expr(engine, bucket_s)
-    df = _frame(engine, f"""
-        SELECT {b} AS bucket, tier, COUNT(*) AS requests,
-               COALESCE(SUM(completion_tokens), 0) AS tokens,
-               SUM(CASE WHEN status >= 500 THEN 1 ELSE 0 END) AS errors,
-               AVG(latency_ms) AS mean_latency_ms
-        FROM request_log WHERE ts >= :since AND tier IS NOT NULL
-        GROUP BY bucket, tier ORDER BY bucket""", since=_ts_param(engine, _since(window_s, now)))
+    if _use_rollup(source, window_s, bucket_s):
+        df = _frame(engine, f"""
+            SELECT bucket, tier, SUM(requests) AS requests, SUM(tokens) AS tokens, SUM(errors) AS errors,
+                   SUM(latency_sum) AS latency_sum
+            FROM (SELECT (minute / {int(bucket_s)}) * {int(bucket_s)} AS bucket, tier, requests,
+                         completion_tokens AS tokens, errors_5xx AS errors, latency_ms_sum AS latency_sum
+                  FROM request_stats_minute WHERE minute >= :minute0 AND tier <> ''
+                  UNION ALL
+                  SELECT {b} AS bucket, tier, 1, COALESCE(completion_tokens, 0),
+                         CASE WHEN status >= 500 THEN 1 ELSE 0 END, latency_ms
+                  FROM request_log WHERE ts >= :since AND ts < :head_end AND tier IS NOT NULL) u
+            GROUP BY bucket, tier ORDER BY bucket""", **_rollup_bounds(engine, window_s, now))
+        if not df.empty:
+            df = _ints(df, "bucket", "requests", "tokens", "errors")
+            df["mean_latency_ms"] = df.pop("latency_sum").astype(float) / df["requests"]
+        else:
+            df = df.drop(columns="latency_sum").assign(mean_latency_ms=[])
+    else:
+        df = _frame(engine, f"""
+            SELECT {b} AS bucket, tier, COUNT(*) AS requests,
+                   COALESCE(SUM(completion_tokens), 0) AS tokens,
+                   SUM(CASE WHEN status >= 500 THEN 1 ELSE 0 END) AS errors,
+                   AVG(latency_ms) AS mean_latency_ms
+            FROM request_log WHERE ts >= :since AND tier IS NOT NULL
+            GROUP BY bucket, tier ORDER BY bucket""", since=_ts_param(engine, _since(window_s, now)))
     if df.empty:
         return df.assign(time=pd.Series(dtype="datetime64[ns, UTC]"), rps=[], tokens_s=[], error_rate=[])
     df["time"] = pd.to_datetime(df["bucket"].astype("int64"), unit="s", utc=True)
@@ -58,16 +111,42 @@ def tier_timeseries(engine: Engine, *, window_s: float = 900, bucket_s: int = 10
 
 # `col || ''` in GROUP BY: otherwise SQLite groups by walking the tier (or deployment) index over the whole
 # table instead of range-scanning the ts index for the window (0.3 s vs ~0.01 s at 1 M rows).
-def tier_share(engine: Engine, *, window_s: float = 900, now: datetime | None = None) -> pd.DataFrame:
-    df = _frame(engine, """
-        SELECT tier || '' AS tier, COUNT(*) AS requests FROM request_log
-        WHERE ts >= :since AND tier IS NOT NULL GROUP BY tier || ''""", since=_ts_param(engine, _since(window_s, now)))
+def tier_share(engine: Engine, *, window_s: float = 900, now: datetime | None = None,
+               source: str = "auto") -> pd.DataFrame:
+    if _use_rollup(source, window_s):
+        df = _frame(engine, """
+            SELECT tier, SUM(requests) AS requests FROM (
+                SELECT tier, requests FROM request_stats_minute WHERE minute >= :minute0 AND tier <> ''
+                UNION ALL
+                SELECT tier, 1 FROM request_log WHERE ts >= :since AND ts < :head_end AND tier IS NOT NULL) u
+            GROUP BY tier""", **_rollup_bounds(engine, window_s, now))
+        df = _ints(df, "requests")
+    else:
+        df = _frame(engine, """
+            SELECT tier || '' AS tier, COUNT(*) AS requests FROM request_log
+            WHERE ts >= :since AND tier IS NOT NULL GROUP BY tier || ''""",
+                    since=_ts_param(engine, _since(window_s, now)))
     total = df["requests"].sum() if not df.empty else 0
     df["share"] = df["requests"] / total if total else 0.0
     return df
 
 
-def deployment_summary(engine: Engine, *, window_s: float = 900, now: datetime | None = None) -> pd.DataFrame:
+def deployment_summary(engine: Engine, *, window_s: float = 900, now: datetime | None = None,
+                       source: str = "auto") -> pd.DataFrame:
+    if _use_rollup(source, window_s):
+        df = _frame(engine, """
+            SELECT deployment, tier, SUM(requests) AS requests, SUM(errors) AS errors,
+                   SUM(latency_sum) AS latency_sum FROM (
+                SELECT deployment, tier, requests, errors_5xx AS errors, latency_ms_sum AS latency_sum
+                FROM request_stats_minute WHERE minute >= :minute0 AND deployment <> ''
+                UNION ALL
+                SELECT deployment, COALESCE(tier, ''), 1, CASE WHEN status >= 500 THEN 1 ELSE 0 END, latency_ms
+                FROM request_log WHERE ts >= :since AND ts < :head_end AND deployment IS NOT NULL) u
+            GROUP BY deployment, tier ORDER BY requests DESC""", **_rollup_bounds(engine, window_s, now))
+        df = _ints(df, "requests", "errors")
+        df["mean_latency_ms"] = df.pop("latency_sum").astype(float) / df["requests"]
+        df["tier"] = df["tier"].where(df["tier"] != "", None)  # the rollup keys a missing tier as ''
+        return df
     return _frame(engine, """
         SELECT deployment || '' AS deployment, tier, COUNT(*) AS requests,
                SUM(CASE WHEN status >= 500 THEN 1 ELSE 0 END) AS errors, AVG(latency_ms) AS mean_latency_ms

@@ -15,6 +15,7 @@ from quantroute.auth import hash_password
 from quantroute.db.audit import utcnow
 from quantroute.db.engine import init_db, make_engine, session
 from quantroute.db.request_log import RequestLog
+from quantroute.db.request_stats import rebuild_minute_stats
 from quantroute.db.session_pin import SessionPin
 from quantroute.db.user import User, create_user
 
@@ -42,6 +43,8 @@ def seed_requests(engine, n: int = 200, seed: int = 0) -> None:
     with session(engine) as s:
         s.add_all(rows)
         s.commit()
+    with engine.begin() as c:  # rows written outside the router's writer: fold them into the minute rollup
+        rebuild_minute_stats(conn=c)
 
 
 @pytest.fixture
