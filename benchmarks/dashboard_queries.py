@@ -2,9 +2,11 @@
 
     python benchmarks/dashboard_queries.py [--sizes 10000,100000,1000000]
 
-Rows are spread over the last 24 h with realistic tiers, deployments, arms and sessions; the pages' default
-window is 15 min, so the time index bounds what each query reads. Prints seconds per query and the ratio to
-the 10 k baseline measured in the same run."""
+Rows are spread over the last 24 h with realistic tiers, deployments, arms and sessions and are written the
+way the router writes them: its RequestLogWriter's batch insert (500 rows, in time order like live traffic)
+which also upserts the per-minute rollup in the same transaction, so the fill reports what the rollup costs
+the writer. Window queries run on both paths (raw request_log and the rollup); the table prints seconds, the
+ratio to the 10 k baseline, and raw/rollup speed-ups. The pages' default window is 15 min (raw path)."""
 
 from __future__ import annotations
 
@@ -22,39 +24,69 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dashboard import queries  # noqa: E402
 from quantroute.db.audit import utcnow  # noqa: E402
 from quantroute.db.engine import init_db, make_engine  # noqa: E402
-from quantroute.db.request_log import RequestLog  # noqa: E402
+from quantroute.router import requestlog  # noqa: E402
 
 TIERS = [("fp16", "llama3-8b-fp16"), ("fp8", "llama3-8b-fp8-dynamic"), ("int8", "llama3-8b-w8a8-int8"),
          ("int4", "llama3-8b-awq-w4a16")]
+BATCH = 500  # the router's default log_batch_size
 
 
-def fill(engine, n: int, start: int) -> None:
+class Timed:
+    """Wraps one of the writer's rollup steps to add up the time spent in it (the writer calls it by name)."""
+
+    def __init__(self, fn) -> None:
+        self.fn, self.seconds = fn, 0.0
+
+    def __call__(self, *a, **kw):
+        t = time.perf_counter()
+        try:
+            return self.fn(*a, **kw)
+        finally:
+            self.seconds += time.perf_counter() - t
+
+
+def fill(engine, n: int, start: int) -> dict[str, float]:
     rnd = random.Random(start)
     now = utcnow()
-    table = RequestLog.__table__
-    batch = []
-    for i in range(start, n):
+    ages = sorted((rnd.uniform(0, 86400) for _ in range(start, n)), reverse=True)  # oldest first, like traffic
+    rows = []
+    for i, age in zip(range(start, n), ages):
         tier, dep = rnd.choice(TIERS)
         arm = rnd.choice(["baseline", "candidate"]) if tier == "int4" else None
-        batch.append({"ts": now - timedelta(seconds=rnd.uniform(0, 86400)), "request_id": f"r{i}",
-                      "session_key": f"s-{rnd.randint(0, 5000)}" if rnd.random() < 0.3 else None,
-                      "model": "llama3-8b", "deployment": dep, "node": f"{tier}-a", "tier": tier, "arm": arm,
-                      "policy_version": 1, "rules": [], "score": 0.0, "status": 200 if rnd.random() > 0.01 else 503,
-                      "stream": False, "latency_ms": rnd.uniform(50, 2000), "ttft_ms": rnd.uniform(10, 300),
-                      "prompt_tokens": 100, "completion_tokens": rnd.randint(10, 800), "retries": 0,
-                      "escalated": False, "error": None, "replay": None})
-        if len(batch) == 20_000:
-            with engine.begin() as c:
-                c.execute(table.insert(), batch)
-            batch = []
-    if batch:
-        with engine.begin() as c:
-            c.execute(table.insert(), batch)
+        rows.append({"ts": now - timedelta(seconds=age), "request_id": f"r{i}",
+                     "session_key": f"s-{rnd.randint(0, 5000)}" if rnd.random() < 0.3 else None,
+                     "model": "llama3-8b", "deployment": dep, "node": f"{tier}-a", "tier": tier, "arm": arm,
+                     "policy_version": 1, "rules": [], "score": 0.0, "status": 200 if rnd.random() > 0.01 else 503,
+                     "stream": False, "latency_ms": rnd.uniform(50, 2000), "ttft_ms": rnd.uniform(10, 300),
+                     "prompt_tokens": 100, "completion_tokens": rnd.randint(10, 800), "retries": 0,
+                     "escalated": False, "error": None, "replay": None})
+    agg, ups = Timed(requestlog.minute_stats), Timed(requestlog.upsert_minute_stats)
+    requestlog.minute_stats, requestlog.upsert_minute_stats = agg, ups
+    try:
+        writer = requestlog.RequestLogWriter(engine, batch_size=BATCH)
+        t = time.perf_counter()
+        for i in range(0, len(rows), BATCH):
+            writer._insert(rows[i:i + BATCH])  # exactly what the writer's background task runs per batch
+        total = time.perf_counter() - t
+    finally:
+        requestlog.minute_stats, requestlog.upsert_minute_stats = agg.fn, ups.fn
+    return {"rows": len(rows), "total": total, "aggregate": agg.seconds, "upsert": ups.seconds}
 
 
-QUERIES = {
+# (name, function, kwargs): the window queries run twice, source="raw" and source="rollup"
+WINDOWED = [
+    ("tier_timeseries 1h/60s", queries.tier_timeseries, {"window_s": 3600, "bucket_s": 60}),
+    ("tier_timeseries 6h/300s", queries.tier_timeseries, {"window_s": 21600, "bucket_s": 300}),
+    ("tier_timeseries 24h/900s", queries.tier_timeseries, {"window_s": 86400, "bucket_s": 900}),
+    ("tier_share 1h", queries.tier_share, {"window_s": 3600}),
+    ("tier_share 24h", queries.tier_share, {"window_s": 86400}),
+    ("deployment_summary 1h", queries.deployment_summary, {"window_s": 3600}),
+    ("deployment_summary 24h", queries.deployment_summary, {"window_s": 86400}),
+]
+QUERIES = {f"{name} [{src}]": (lambda e, f=f, kw=kw, src=src: f(e, **kw, source=src))
+           for name, f, kw in WINDOWED for src in ("raw", "rollup")}
+QUERIES |= {
     "tier_timeseries 15m": lambda e: queries.tier_timeseries(e, window_s=900, bucket_s=15),
-    "tier_timeseries 24h": lambda e: queries.tier_timeseries(e, window_s=86400, bucket_s=900),
     "tier_share 15m": lambda e: queries.tier_share(e, window_s=900),
     "deployment_summary 15m": lambda e: queries.deployment_summary(e, window_s=900),
     "arm_guard_series 30m": lambda e: queries.arm_guard_series(e, model="llama3-8b", window_s=1800, bucket_s=30),
@@ -83,17 +115,26 @@ def main() -> None:
         results: dict[int, dict[str, float]] = {}
         have = 0
         for n in sizes:
-            t = time.perf_counter()
-            fill(engine, n, have)
+            f = fill(engine, n, have)
             have = n
-            print(f"filled {n:,} rows ({time.perf_counter() - t:.1f} s)", flush=True)
+            with engine.connect() as c:
+                minutes = c.exec_driver_sql("SELECT COUNT(*) FROM request_stats_minute").scalar_one()
+            print(f"filled {n:,} rows: +{f['rows']:,} through the writer in {f['total']:.1f} s "
+                  f"({f['total'] / f['rows'] * 1e6:.0f} us/row); rollup share: aggregate {f['aggregate']:.2f} s + "
+                  f"upsert {f['upsert']:.2f} s = {(f['aggregate'] + f['upsert']) / f['total']:.0%}; "
+                  f"{minutes:,} rollup rows", flush=True)
             results[n] = {name: timed(fn, engine) for name, fn in QUERIES.items()}
         base = sizes[0]
-        print(f"\n{'query':<26}" + "".join(f"{n:>14,}" for n in sizes) + f"   (seconds; x = ratio to {base:,})")
+        print(f"\n{'query':<34}" + "".join(f"{n:>16,}" for n in sizes) + f"   (seconds; x = ratio to {base:,})")
         for name in QUERIES:
-            cells = "".join(f"{results[n][name]:>8.4f} x{results[n][name] / max(results[base][name], 1e-9):<4.0f}"
+            cells = "".join(f"{results[n][name]:>9.4f} x{results[n][name] / max(results[base][name], 1e-9):<5.1f}"
                             for n in sizes)
-            print(f"{name:<26}{cells}")
+            print(f"{name:<34}{cells}")
+        print(f"\n{'raw / rollup (speed-up)':<34}" + "".join(f"{n:>16,}" for n in sizes))
+        for name, _, _ in WINDOWED:
+            cells = "".join(f"{results[n][name + ' [raw]'] / max(results[n][name + ' [rollup]'], 1e-9):>15.1f}x"
+                            for n in sizes)
+            print(f"{name:<34}{cells}")
 
 
 if __name__ == "__main__":
