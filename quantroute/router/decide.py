@@ -146,7 +146,7 @@ class Decider:
             tier = start
             canary = policy.canary_for(model)
             arm = None
-            if canary is not None:
+            if canary is not None and canary.percent > 0:  # a canary at 0 % is not running: no arms
                 arm = choose_arm(key or headers.get("x-request-id") or uuid.uuid4().hex, canary.percent, model)
         route = Route(ap, model, tier, None, arm, decision, key, False, None)  # type: ignore[arg-type]
         for i, t in enumerate(ladder):  # cheapest first; never below the decision's tier
