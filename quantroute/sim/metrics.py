@@ -46,4 +46,15 @@ class NodeMetrics:
         self._success.labels(finished_reason=finished_reason, **self._labels).inc()
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        # vLLM turns prometheus_client's `*_created` series off; drop them too so scrapers see vLLM's shape
+        # (done per render, not with the process-global switch, so other registries are left alone).
+        text = generate_latest(self.registry)
+        return b"".join(line for line in text.splitlines(keepends=True) if not _metric_name(line).endswith(b"_created"))
+
+
+def _metric_name(line: bytes) -> bytes:
+    """The metric a exposition line is about: `# HELP name ...`, `# TYPE name ...` or `name{labels} value`."""
+    if line.startswith(b"#"):
+        parts = line.split(b" ", 3)
+        return parts[2] if len(parts) > 2 else b""
+    return line.split(b"{", 1)[0].split(b" ", 1)[0]

@@ -115,3 +115,10 @@ def test_errors_as_vllm_gives_them(sim):
     assert r.status_code == 400 and r.json()["error"]["type"] == "BadRequestError"
     r = httpx.post(sim.urls["fp16"] + "/v1/completions", json={"model": "llama3-8b", "prompt": "x", "n": 2})
     assert r.status_code == 400 and r.json()["error"]["param"] == "n"
+
+
+def test_metrics_have_no_created_series_like_vllm():
+    from quantroute.sim.metrics import NodeMetrics
+
+    text = NodeMetrics(model_name="m").render().decode()
+    assert "vllm:e2e_request_latency_seconds_bucket" in text and "_created" not in text
