@@ -15,6 +15,8 @@ from datetime import datetime
 
 from quantroute.classify import Decision
 from quantroute.router.canary import BASELINE, CANDIDATE, choose_arm
+
+DEPLOYMENT_HEADER = "x-quantroute-deployment"  # request header: serve exactly this deployment
 from quantroute.router.errors import BadRequest, NoCapacity, NotFound
 from quantroute.router.nodes import Fleet, Node
 from quantroute.router.reload import ActivePolicy
@@ -91,6 +93,16 @@ class Decider:
         else:
             raise NotFound(f"model {requested!r} is not served; valid models: "
                            f"{', '.join(sorted(ap.models))} (or one of their deployment ids)", param="model")
+        wanted = headers.get(DEPLOYMENT_HEADER)
+        if wanted:  # an eval or a debugging client pins one artifact while asking for the logical model
+            valid = sorted(d for d, m in ap.deployment_model.items() if m == model)
+            if wanted not in valid:
+                raise BadRequest(f"header {DEPLOYMENT_HEADER}: {wanted!r} is not a deployment of model {model!r}; "
+                                 f"valid: {', '.join(valid)}", param=DEPLOYMENT_HEADER)
+            if fixed_deployment is not None and fixed_deployment != wanted:
+                raise BadRequest(f"header {DEPLOYMENT_HEADER} ({wanted!r}) contradicts model {requested!r}",
+                                 param=DEPLOYMENT_HEADER)
+            fixed_deployment = wanted
         decision = ap.compiled.classify(body, headers, kind)  # raises RequestError -> 400
         session_key = headers.get(sessions.header) if sessions.affinity else None
         pin = await self.pins.get(session_key, sessions.ttl_s) if session_key else None

@@ -144,3 +144,14 @@ def test_two_routers_share_pins_through_postgres(make_settings, pg_url):
 
 
 _ = TOKEN
+
+
+def test_deployment_header_pins_one_artifact_of_the_logical_model(make_settings, sim):
+    with router_at(make_settings()) as (url, _):
+        post = lambda h: httpx.post(url + "/v1/chat/completions", timeout=30, headers=h,  # noqa: E731
+                                    json={"model": MODEL, "messages": TOLERANT, "max_tokens": 4})
+        r = post({"x-quantroute-deployment": INT4_V2})
+        assert r.status_code == 200 and r.headers["x-quantroute-deployment"] == INT4_V2
+        assert r.json()["model"] == INT4_V2
+        e = err(post({"x-quantroute-deployment": "llama3-8b-nope"}), 400)
+        assert e["param"] == "x-quantroute-deployment" and INT4 in e["message"]
