@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Column, UniqueConstraint
+from sqlalchemy import JSON, Column, UniqueConstraint, update
 from sqlmodel import Field, Session, SQLModel, select
 
 from quantroute.db.audit import utcnow
@@ -43,6 +43,8 @@ class Rollout(SQLModel, table=True):
     breach: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))  # guard verdict
     # [{percent, at, version}] so guards can find the window before the candidate took all traffic
     history: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    # Bumped by every status write; a write names the revision it decided on (see `swap_rollout`).
+    revision: int = 0
 
     def fix_times(self) -> "Rollout":
         self.started_at, self.updated_at, self.step_at = map(_aware, (self.started_at, self.updated_at, self.step_at))
@@ -86,6 +88,26 @@ def create_rollout(*, session: Session, rollout: Rollout) -> Rollout:
     session.add(rollout)
     session.flush()
     return rollout
+
+
+def get_rollout(*, session: Session, rollout_id: int) -> Rollout | None:
+    row = session.get(Rollout, rollout_id, populate_existing=True)
+    return row.fix_times() if row else None
+
+
+def swap_rollout(*, session: Session, rollout: Rollout, revision: int) -> bool:
+    """Compare-and-swap: write `rollout`'s status as revision `revision + 1`, only if the stored row is still
+    at `revision`. False when another actor wrote it meanwhile (nothing is written; the caller re-reads).
+    One UPDATE ... WHERE revision = :seen, so SQLite's writer lock and PostgreSQL's row lock decide the race."""
+    values = rollout.model_dump(exclude={"id", "revision"})
+    values["revision"] = revision + 1
+    table = Rollout.__table__  # type: ignore[attr-defined]
+    result = session.execute(update(table).where(table.c.id == rollout.id, table.c.revision == revision)
+                             .values(**values))
+    if result.rowcount != 1:
+        return False
+    rollout.revision = revision + 1
+    return True
 
 
 def current_rollout(*, session: Session, model: str) -> Rollout | None:

@@ -14,7 +14,12 @@ raises `RolloutRefused` with the machine's reason.
 Every transition that changes traffic writes a new policy version (author `rollout`) and activates it: steps
 and the promotion are approved on the store by the rollout's reviewer (their approval covers its steps);
 rollbacks use the store's emergency activation, which needs no approval and is recorded as such. The router
-hot-reloads the active version from the pointer file at once and from the DB within its poll interval."""
+hot-reloads the active version from the pointer file at once and from the DB within its poll interval.
+
+Several actors may act on one rollout at once (a `guards --watch` loop, people on the CLI and the dashboard).
+Each status write is a compare-and-swap on the row's revision; the loser re-reads: a rollback or a guard
+breach is decided again on the fresh row, anything else is refused (`RolloutConflict`) once the phase or step
+moved. So two steps from one state advance once and nothing steps after a rollback (see `traffic.py`)."""
 
 from __future__ import annotations
 
@@ -29,15 +34,19 @@ from quantroute.db import rollout as db
 from quantroute.db.audit import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.policy.model import CanarySpec, Policy
-from quantroute.policy.store import PolicyConflictError, PolicyStore
+from quantroute.policy.store import PolicyStore
 from quantroute.rollout import checklist as cl
-from quantroute.rollout import facts, machine, versions
+from quantroute.rollout import facts, machine, traffic, versions
 from quantroute.rollout.guards import GuardVerdict, Window, evaluate
 from quantroute.rollout.machine import Phase
 from quantroute.rollout.pins import release_candidate_pins
 
-SYSTEM = "rollout"  # author of the policy versions a rollout writes
+SYSTEM = traffic.SYSTEM  # author of the policy versions a rollout writes
 GUARD_ACTOR = "rollout-guard"
+MAX_RACES = 5  # lost compare-and-swaps before an action gives up
+# After losing a race these actions are decided again on the fresh row (sending traffic back to the baseline
+# stays right whatever happened meanwhile); every other action is refused when the phase or step moved.
+REDECIDE = (machine.Rollback, machine.GuardBreach)
 
 
 class RolloutRefused(Exception):
@@ -46,6 +55,10 @@ class RolloutRefused(Exception):
     def __init__(self, reason: str, allowed: tuple[str, ...] = ()) -> None:
         super().__init__(reason)
         self.reason, self.allowed = reason, allowed
+
+
+class RolloutConflict(RolloutRefused):
+    """Another actor moved the rollout between this action's read and its write; nothing was done."""
 
 
 class RolloutStatus(BaseModel):
@@ -127,8 +140,8 @@ class RolloutService:
             gate = facts.eval_gate(self.engine, spec, policy.deployments[row.candidate].eval_suite)
             if gate.passing is None:
                 raise RolloutRefused(f"the eval gate is closed: {gate.detail}")
-            row.eval_run_id = gate.passing.id
-            self._apply(row, by, machine.EvalPassed(run_id=gate.passing.id or 0))
+            self._apply(row, by, machine.EvalPassed(run_id=gate.passing.id or 0),
+                        changes={"eval_run_id": gate.passing.id})
         return self.status(model)
 
     def approve(self, model: str, *, by: str) -> RolloutStatus:
@@ -141,9 +154,8 @@ class RolloutService:
         if by == SYSTEM:
             raise RolloutRefused(f"approve refused: {SYSTEM!r} is the system's name; give a person's name")
         open_items = tuple(self.checklist(model).open_required) if row.phase == Phase.awaiting_approval.value else ()
-        if by != row.started_by and not open_items:
-            row.approved_by = by  # the version written below is approved on the store by this reviewer
-        return self._act(row, by, machine.Approve(by=by, open_items=open_items))
+        # the version written for the first step is approved on the store by this reviewer
+        return self._act(row, by, machine.Approve(by=by, open_items=open_items), changes={"approved_by": by})
 
     def step(self, model: str, *, by: str) -> RolloutStatus:
         """To the next percent, when the guards pass (inconclusive holds; a breach rolls back)."""
@@ -197,18 +209,26 @@ class RolloutService:
             return None
         v = self._verdict(row)
         if v.status == "breach":
-            row.breach = v.model_dump(mode="json")
-            self._apply(row, by, machine.GuardBreach(summary=v.summary), detail={"verdict": row.breach})
-        elif v.status == "inconclusive":
-            if row.phase == Phase.progressing.value and not row.message.startswith("held"):
-                self._apply(row, by, machine.GuardInconclusive(summary=v.summary))
-        else:
-            spec, _ = self._spec(row)
-            dwelt = (self.clock() - row.step_at).total_seconds()
-            if (spec.auto_advance_s and row.phase == Phase.progressing.value and dwelt >= spec.auto_advance_s
-                    and row.step_index < len(row.steps) - 1):
-                self._apply(row, by, machine.DwellElapsed(guards="pass", why=v.summary))
+            self._breach(row, by, v)
+            return v
+        try:
+            if v.status == "inconclusive":
+                if row.phase == Phase.progressing.value and not row.message.startswith("held"):
+                    self._apply(row, by, machine.GuardInconclusive(summary=v.summary))
+            else:
+                spec, _ = self._spec(row)
+                dwelt = (self.clock() - row.step_at).total_seconds()
+                if (spec.auto_advance_s and row.phase == Phase.progressing.value and dwelt >= spec.auto_advance_s
+                        and row.step_index < len(row.steps) - 1):
+                    self._apply(row, by, machine.DwellElapsed(guards="pass", why=v.summary))
+        except RolloutConflict:
+            pass  # a person acted meanwhile: the next evaluation judges the rollout as it is now
         return v
+
+    def _breach(self, row: db.Rollout, by: str, v: GuardVerdict) -> None:
+        breach = v.model_dump(mode="json")
+        self._apply(row, by, machine.GuardBreach(summary=v.summary), detail={"verdict": breach},
+                    changes={"breach": breach})
 
     def _verdict(self, row: db.Rollout) -> GuardVerdict:
         spec, policy = self._spec(row)
@@ -306,18 +326,26 @@ class RolloutService:
         return machine.State(Phase(row.phase), tuple(row.steps), row.step_index, row.percent, row.started_by)
 
     def _advance(self, model: str, by: str, kind) -> RolloutStatus:
+        """Step or promote, decided on the row as read here: if anyone moves the rollout before this write
+        (an auto-advance, another person's step, a rollback), the compare-and-swap refuses it."""
         row = self._live(model)
-        verdict = self.evaluate_guards(model) if row.phase in (Phase.progressing.value, Phase.paused.value) else None
-        row = self._live(model, finished_ok=True)
+        verdict = self._verdict(row) if row.phase in (Phase.progressing.value, Phase.paused.value) else None
         if verdict is not None and verdict.status == "breach":
+            self._breach(row, GUARD_ACTOR, verdict)
             raise RolloutRefused(f"{machine.action_name(kind)} refused: guards breached, rolled back "
                                  f"automatically: {verdict.summary}")
         status = verdict.status if verdict else "pass"
         return self._act(row, by, kind(guards=status, why=verdict.summary if verdict else ""))
 
-    def _act(self, row: db.Rollout, by: str, action: machine.Action) -> RolloutStatus:
-        self._apply(row, by, action)
+    def _act(self, row: db.Rollout, by: str, action: machine.Action, *, changes: dict | None = None) -> RolloutStatus:
+        self._apply(row, by, action, changes=changes)
         return self.status(row.model)
+
+    def _by_id(self, rollout_id: int) -> db.Rollout:
+        with db_session(self.engine) as s:
+            row = db.get_rollout(session=s, rollout_id=rollout_id)
+        assert row is not None, f"rollout {rollout_id} vanished"
+        return row
 
     def _refused(self, row: db.Rollout, by: str, name: str, reason: str) -> None:
         with db_session(self.engine) as s:
@@ -326,34 +354,67 @@ class RolloutService:
                                   refused=True, message=reason))
             s.commit()
 
-    def _apply(self, row: db.Rollout, by: str, action: machine.Action, detail: dict | None = None) -> None:
+    def _apply(self, row: db.Rollout, by: str, action: machine.Action, *, detail: dict | None = None,
+               changes: dict | None = None) -> db.Rollout:
+        """Decide `action` on `row` and write the outcome as the row's next revision. A lost race re-reads the
+        row: rollbacks and breaches are decided again on it; other actions go on only if the phase and step
+        are still those they were decided on, else they are refused (`RolloutConflict`)."""
         name = machine.action_name(action)
-        out = machine.decide(self._state(row), action)
-        if isinstance(out, machine.Refusal):
-            self._refused(row, by, name, out.reason)
-            raise RolloutRefused(out.reason, out.allowed)
-        before_phase, before_pct = row.phase, row.percent
-        v_before = self.store.active_version()
-        v_after = self._write_version(row, out, name, by) if out.traffic else v_before
+        for _ in range(MAX_RACES):
+            out = machine.decide(self._state(row), action)
+            if isinstance(out, machine.Refusal):
+                self._refused(row, by, name, out.reason)
+                raise RolloutRefused(out.reason, out.allowed)
+            won = self._commit(row, by, name, out, detail, changes or {})
+            if won is not None:
+                return won
+            fresh = self._by_id(row.id)  # type: ignore[arg-type]
+            if not isinstance(action, REDECIDE) and (fresh.phase, fresh.step_index) != (row.phase, row.step_index):
+                reason = (f"{name} refused: rollout {row.id} changed while you acted (it was {row.phase} at "
+                          f"{row.percent:g}%, now {fresh.phase} at {fresh.percent:g}%: {fresh.message}); nothing "
+                          "was done - check its status and act again")
+                self._refused(fresh, by, name, reason)
+                raise RolloutConflict(reason, machine.allowed_actions(Phase(fresh.phase)))
+            row = fresh
+        raise RolloutConflict(f"{name} refused: rollout {row.id} kept changing ({MAX_RACES} attempts); try again")
+
+    def _commit(self, row: db.Rollout, by: str, name: str, out: machine.Transition, detail: dict | None,
+                changes: dict) -> db.Rollout | None:
+        """Write one transition: version file, then the row's compare-and-swap (with its event), then, only
+        for the winner, activation. None when another actor wrote the row first."""
+        if self._by_id(row.id).revision != row.revision:  # type: ignore[arg-type]
+            return None  # already lost: write no version nobody will serve
+        new = db.Rollout(**{**row.model_dump(), **changes})
+        v_active = self.store.active_version()
+        v_after, written = traffic.write(self.store, new, out, name, by) if out.traffic else (row.policy_version, False)
         now = self.clock()
-        row.phase, row.step_index, row.percent = out.state.phase.value, out.state.step_index, out.state.percent  # type: ignore[union-attr]
-        row.updated_at, row.message, row.policy_version = now, out.message, v_after
+        new.phase, new.step_index, new.percent = out.state.phase.value, out.state.step_index, out.state.percent  # type: ignore[union-attr]
+        new.updated_at, new.message, new.policy_version = now, out.message, v_after
         if out.aborted:
-            row.aborted_reason = out.aborted
+            new.aborted_reason = out.aborted
         if out.traffic:
-            row.step_at = now
-            row.history = [*row.history, {"percent": row.percent, "at": now.isoformat(), "version": v_after}]
+            new.step_at = now
+            new.history = [*row.history, {"percent": new.percent, "at": now.isoformat(), "version": v_after}]
         with db_session(self.engine) as s:
-            s.merge(row)
-            self._event(s, row, by, name, before_phase, before_pct, v_before, v_after, out.message, detail)
+            if not db.swap_rollout(session=s, rollout=new, revision=row.revision):
+                s.rollback()
+                return None
+            self._event(s, new, by, name, row.phase, row.percent, v_active, v_after if out.traffic else v_active,
+                        out.message, detail)
             s.commit()
-        if out.state.phase == Phase.rolled_back:
-            released = release_candidate_pins(self.engine, model=row.model, router=self.router)
+        rolled_back = out.state.phase == Phase.rolled_back
+        if written:
+            traffic.activate(self.store, new, v_after, by=by, rollback=rolled_back)  # type: ignore[arg-type]
+        if out.traffic:
+            traffic.settle(self.store, self.engine, rollout_id=new.id, revision=new.revision, by=by)  # type: ignore[arg-type]
+        if rolled_back:
+            released = release_candidate_pins(self.engine, model=new.model, router=self.router)
             if released:
                 with db_session(self.engine) as s:
-                    audit.record(s, actor=by, action="rollout.release_pins", subject=row.model,
-                                 detail={"rollout_id": row.id, "sessions": released})
+                    audit.record(s, actor=by, action="rollout.release_pins", subject=new.model,
+                                 detail={"rollout_id": new.id, "sessions": released})
                     s.commit()
+        return new
 
     def _event(self, s, row: db.Rollout, by: str, name: str, phase_before: str | None, pct_before: float,
                v_before: int | None, v_after: int | None, message: str, detail: dict | None = None) -> None:
@@ -364,34 +425,6 @@ class RolloutService:
         audit.record(s, actor=by, action=f"rollout.{name}", subject=row.model, version_before=v_before,
                      version_after=v_after, detail={"rollout_id": row.id, "candidate": row.candidate,
                                                     "phase": row.phase, "percent": row.percent, "message": message})
-
-    def _write_version(self, row: db.Rollout, out: machine.Transition, name: str, by: str) -> int:
-        """Write and activate the version that carries this transition's traffic. Retries once when another
-        writer took the version number meanwhile."""
-        for attempt in (1, 2):
-            active = self.store.active()
-            if out.state.phase == Phase.promoted:
-                policy = versions.promoted(active, row.model)
-            elif out.state.phase == Phase.rolled_back and row.phase == Phase.promoted.value:
-                policy = versions.restored(active, self.store.load(row.start_version), row.model)  # type: ignore[arg-type]
-            else:
-                spec = active.canary_for(row.model)
-                if spec is not None and spec.percent == out.state.percent:
-                    return active.version  # already in force (e.g. rolling back before any traffic)
-                policy = versions.with_percent(active, row.model, out.state.percent)
-            message = f"rollout {row.id} ({row.candidate}): {name} by {by}: {out.message}"
-            try:
-                v = self.store.new(parent=active.version, author=SYSTEM, message=message, policy=policy)
-                break
-            except PolicyConflictError:
-                if attempt == 2:
-                    raise
-        if out.state.phase == Phase.rolled_back:
-            self.store.activate(v, by=by, emergency=True, reason=message)
-        else:
-            self.store.approve(v, by=row.approved_by or by, comment=f"covered by the approval of rollout {row.id}")
-            self.store.activate(v, by=by)
-        return v
 
 
 def _at(entry: dict) -> datetime:

@@ -1,0 +1,206 @@
+"""Concurrent actors on one rollout (a guards loop, two dashboard users): every status write is a compare-and-swap
+on the row's revision, so two steps from the same state advance once, and nothing steps after a rollback.
+Runs on SQLite and, with QUANTROUTE_TEST_POSTGRES set, on PostgreSQL (the `engine` fixture)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlmodel import select
+
+from quantroute.db.audit import utcnow
+from quantroute.db.engine import alembic_config, init_db, make_engine
+from quantroute.db.engine import session as db_session
+from quantroute.db.node import NodeRow, upsert_node
+from quantroute.db.policy_state import PolicyActivation
+from quantroute.db.request_log import RequestLog
+from quantroute.policy.store import PolicyStore, read_pointer
+from quantroute.rollout import traffic
+from quantroute.rollout.service import RolloutConflict, RolloutRefused, RolloutService
+
+from tests.rollout.conftest import (BASE, CAND, MODEL, PERSON_ITEMS, policy_data, record_eval, record_staircase,
+                                    write_v1)
+
+
+class HeldService(RolloutService):
+    """Calls `hold` once, right after its first guard evaluation: the action has read the row (and judged the
+    guards) but not written yet, which is where a concurrent actor can slip in."""
+
+    def __init__(self, store: PolicyStore, hold: Callable[[], None], **kw) -> None:
+        super().__init__(store, **kw)
+        self._hold: Callable[[], None] | None = hold
+
+    def _verdict(self, row):
+        v = super()._verdict(row)
+        hold, self._hold = self._hold, None
+        if hold is not None:
+            hold()
+        return v
+
+
+@pytest.fixture
+def store(tmp_path: Path, engine) -> PolicyStore:
+    write_v1(tmp_path / "policies", policy_data(auto_advance_s=1))
+    return PolicyStore(tmp_path / "policies", engine)
+
+
+@pytest.fixture
+def progressing(store, engine) -> RolloutService:
+    """A rollout at its first step (10 %) with enough healthy traffic on both arms for the guards to pass."""
+    with db_session(engine) as s:
+        for key, dep in (("int4-a", BASE), ("int4-v2", CAND)):
+            upsert_node(session=s, row=NodeRow(key=key, url=f"http://127.0.0.1:1/{key}", model=MODEL,
+                                               deployment=dep, tier="int4", format="int4"))
+    record_eval(engine, passed=True)
+    record_staircase(engine)
+    svc = RolloutService(store)
+    svc.start(MODEL, candidate=CAND, by="alice")
+    svc.tick(MODEL, PERSON_ITEMS + ["baseline_healthy"], by="carol")
+    assert svc.approve(MODEL, by="bob").percent == 10
+    with db_session(engine) as s:
+        now = utcnow()
+        for dep in (BASE, CAND):
+            s.add_all(RequestLog(ts=now, model=MODEL, deployment=dep, status=200, latency_ms=100.0, ttft_ms=10.0)
+                      for _ in range(20))
+        s.commit()
+    assert svc.guard_verdict(MODEL).status == "pass"
+    return svc
+
+
+def in_thread(fn: Callable[[], object]) -> tuple[threading.Thread, dict]:
+    out: dict = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn()
+        except Exception as e:  # noqa: BLE001 - handed to the test
+            out["error"] = e
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, out
+
+
+def activations(engine) -> list[int]:
+    with db_session(engine) as s:
+        return [a.version for a in s.exec(select(PolicyActivation).order_by(PolicyActivation.id))]
+
+
+def in_force(store: PolicyStore) -> float:
+    """The canary percent the routers serve (the DB's active version and the pointer file agree)."""
+    assert read_pointer(store.pointer_path) == store.active_version()
+    return store.active().canary_for(MODEL).percent
+
+
+def test_two_steps_from_the_same_state_advance_once(progressing, store, engine):
+    barrier = threading.Barrier(2, timeout=30)
+    actors = [HeldService(store, barrier.wait) for _ in range(2)]
+    runs = [in_thread(lambda svc=svc, who=who: svc.step(MODEL, by=who)) for svc, who in zip(actors, ("ann", "ben"))]
+    for t, _ in runs:
+        t.join(60)
+    outs = [out for _, out in runs]
+    won = [o["value"] for o in outs if "value" in o]
+    lost = [o["error"] for o in outs if "error" in o]
+    assert len(won) == 1 and len(lost) == 1, outs
+    assert isinstance(lost[0], RolloutConflict) and "changed while you acted" in lost[0].reason
+    assert "now progressing at 50%" in lost[0].reason
+    st = progressing.status(MODEL)
+    assert (st.phase, st.step_index, st.percent) == ("progressing", 1, 50)
+    steps = [e for e in st.events if e["action"] == "step"]
+    assert [e["refused"] for e in steps] == [False, True]
+    assert in_force(store) == 50
+    assert len(activations(engine)) == 2  # the approval's 10 % and one step's 50 %
+
+
+def test_a_step_decided_before_a_rollback_is_refused_after_it(progressing, store, engine):
+    read, rolled_back = threading.Event(), threading.Event()
+    stepper = HeldService(store, lambda: (read.set(), rolled_back.wait(30)))
+    t, out = in_thread(lambda: stepper.step(MODEL, by="ann"))
+    assert read.wait(30)
+    progressing.rollback(MODEL, by="ben", reason="looks wrong")
+    rolled_back.set()
+    t.join(60)
+    assert isinstance(out.get("error"), RolloutConflict), out
+    assert "now rolled-back at 0%" in out["error"].reason
+    st = progressing.status(MODEL)
+    assert (st.phase, st.percent) == ("rolled-back", 0)
+    assert not [e for e in st.events if e["action"] == "step" and not e["refused"]]
+    assert in_force(store) == 0
+
+
+def test_rollback_racing_a_step_always_ends_rolled_back(progressing, store, engine):
+    barrier = threading.Barrier(2, timeout=30)
+    stepper = HeldService(store, barrier.wait)
+    step_t, step_out = in_thread(lambda: stepper.step(MODEL, by="ann"))
+    rb_t, rb_out = in_thread(lambda: (barrier.wait(), RolloutService(store).rollback(MODEL, by="ben"))[1])
+    step_t.join(60)
+    rb_t.join(60)
+    assert "value" in rb_out, rb_out  # the rollback always goes through
+    assert "value" in step_out or isinstance(step_out["error"], RolloutRefused)
+    st = progressing.status(MODEL)
+    assert (st.phase, st.percent) == ("rolled-back", 0)
+    done = [e["action"] for e in st.events if not e["refused"]]
+    assert done[-1] == "rollback" and done[:3] == ["start", "eval_passed", "approve"]
+    assert in_force(store) == 0
+
+
+def test_a_step_whose_activation_stalls_past_a_rollback_does_not_stay_in_force(progressing, store, engine,
+                                                                                monkeypatch):
+    """The hardest order: the step wins its swap, then stalls before activating; the rollback swaps and
+    activates; the step's late activation is then overtaken by the rollback's version again (settle)."""
+    swapped, rolled_back = threading.Event(), threading.Event()
+    original = traffic.activate
+
+    def slow_for_steps(store_, row, version, *, by, rollback):
+        if not rollback:
+            swapped.set()
+            rolled_back.wait(30)
+        return original(store_, row, version, by=by, rollback=rollback)
+
+    monkeypatch.setattr(traffic, "activate", slow_for_steps)
+    t, out = in_thread(lambda: progressing.step(MODEL, by="ann"))
+    assert swapped.wait(30)
+    RolloutService(store).rollback(MODEL, by="ben", reason="stop")
+    rolled_back.set()
+    t.join(60)
+    assert "value" in out, out  # the step did win its revision; it just activated late
+    st = progressing.status(MODEL)
+    assert (st.phase, st.percent) == ("rolled-back", 0)
+    assert in_force(store) == 0
+    assert activations(engine)[-1] == st.policy_version
+
+
+def test_an_auto_advance_that_loses_to_a_person_keeps_the_guards_loop_running(progressing, store):
+    """The guards loop (dwell elapsed, guards pass) reads the rollout at 10 %; a person steps to 50 % before
+    the loop writes: the auto-advance is refused, not applied on top, and the loop gets its verdict back."""
+    ann = RolloutService(store)
+    loop = HeldService(store, lambda: ann.step(MODEL, by="ann"), clock=lambda: utcnow() + timedelta(seconds=5))
+    v = loop.evaluate_guards(MODEL)
+    assert v is not None and v.status == "pass"
+    st = ann.status(MODEL)
+    assert (st.step_index, st.percent) == (1, 50)
+    dwell = [e for e in st.events if e["action"] == "dwell_elapsed"]
+    assert len(dwell) == 1 and dwell[0]["refused"] and "changed while you acted" in dwell[0]["message"]
+
+
+def test_the_revision_column_upgrades_existing_rows(db_url, tmp_path):
+    from alembic import command
+
+    eng = make_engine(db_url)
+    try:
+        command.upgrade(alembic_config(eng), "0600_rollouts")
+        now = utcnow()
+        with eng.begin() as c:
+            c.execute(text("INSERT INTO rollout (model, candidate, baseline, phase, step_index, percent, steps, "
+                           "started_at, updated_at, step_at, started_by, message, history) VALUES (:m, :c, :b, "
+                           "'gated', -1, 0, '[10]', :t, :t, :t, 'alice', '', '[]')"),
+                      {"m": MODEL, "c": CAND, "b": BASE, "t": now})
+        init_db(eng)
+        with eng.connect() as c:
+            assert c.execute(text("SELECT revision FROM rollout")).scalar_one() == 0
+    finally:
+        eng.dispose()
