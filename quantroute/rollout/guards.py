@@ -2,7 +2,12 @@
 
 Verdicts: pass, breach (which guard, the figures, the window) or inconclusive. Inconclusive means too few
 requests to judge; like Argo's inconclusive analysis it holds the step and never passes it. Ratios need both
-arms; the error-rate limit is absolute, so it can breach on the candidate's figures alone."""
+arms; the error-rate limit is absolute, so it can breach on the candidate's figures alone.
+
+The eval guard (`guards.require_eval_pass`, on by default) judges eval runs, it does not start them: the
+service passes the verdict of the newest finished run of the candidate vs the baseline on the pinned suite
+recorded since the rollout started (`quantroute eval run`, or the dashboard's Evals page, while it is live).
+When that run failed it is a breach on its own, whatever the traffic sample; a newer passing run clears it."""
 
 from __future__ import annotations
 

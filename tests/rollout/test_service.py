@@ -167,3 +167,41 @@ def test_rollback_works_from_the_gate_without_writing_a_version(svc, store):
     assert st.phase == "rolled-back" and store.versions() == [1]
     st = svc.start(MODEL, candidate=CAND, by="alice")  # a finished rollout can be started again
     assert st.phase == "gated" and len(svc.list(MODEL)) == 2
+
+
+def test_a_failing_eval_run_during_the_rollout_rolls_it_back(svc, db_engine, store):
+    """require_eval_pass: the guards read eval runs recorded after the start (e.g. a nightly `quantroute eval`
+    on the pinned suite); the newest failing one is a breach on its own, whatever the traffic sample."""
+    ready_for_approval(svc, db_engine)
+    svc.approve(MODEL, by="bob")
+    assert svc.evaluate_guards(MODEL).status == "inconclusive"  # no traffic; the gate's passing run is fine
+    run = record_eval(db_engine, passed=False)
+    v = svc.evaluate_guards(MODEL)
+    assert v.status == "breach" and [b.guard for b in v.breaches] == ["eval"]
+    assert f"run {run}: math pass rate dropped" in v.breaches[0].detail
+    st = svc.status(MODEL)
+    assert st.phase == "rolled-back" and "eval" in st.aborted_reason and st.breach["breaches"][0]["guard"] == "eval"
+    assert store.active().canary_for(MODEL).percent == 0
+
+
+def test_a_newer_passing_eval_run_clears_the_eval_guard(svc, db_engine):
+    ready_for_approval(svc, db_engine)
+    svc.approve(MODEL, by="bob")
+    record_eval(db_engine, passed=False)
+    record_eval(db_engine, passed=True)  # the newest run on the pinned suite decides
+    assert svc.guard_verdict(MODEL).status == "inconclusive"
+
+
+def test_without_require_eval_pass_a_failing_run_is_no_breach(tmp_path, db_engine, svc):
+    from quantroute.policy.store import PolicyStore
+
+    data = policy_data()
+    data["canaries"][0]["guards"]["require_eval_pass"] = False
+    write_v1(tmp_path / "p2", data)
+    other = RolloutService(PolicyStore(tmp_path / "p2", db_engine))
+    ready_for_approval(other, db_engine)
+    other.approve(MODEL, by="bob")
+    record_eval(db_engine, passed=False)
+    v = other.evaluate_guards(MODEL)
+    assert v.status == "inconclusive" and not v.breaches
+    assert other.status(MODEL).phase == "progressing"
