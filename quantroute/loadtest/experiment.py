@@ -1,28 +1,41 @@
-"""One arm of the fleet experiment: a fleet, a policy and a traffic mix, run closed-loop behind the router, with
-the figures and invariants the experiment reports (benchmarks/fleet_mix.py).
+"""One arm of the fleet experiment: a fleet, a policy and a traffic mix behind the router, and its *capacity*: the
+highest aggregate output tok/s it sustains while p95 TTFT stays within an SLO (benchmarks/fleet_mix.py).
+
+Why capacity and not throughput at one fixed concurrency: in a closed loop at a fixed client count, slow nodes
+hold clients, so such a comparison measures latency as much as capacity (a fleet with extra but slower nodes can
+look worse than not using them). Here each arm climbs a staircase of concurrency until the SLO (or the error
+limit) breaks, and the arm's figure is its best step that held.
+
+The staircase is one continuous closed loop: each step adds clients (a new replay, rotated through the traffic so
+the added clients do not replay the same units in lockstep), waits a warm-up, then measures `windows` back-to-back
+windows; a step's figures are the median over its windows (the repeats). Output tok/s comes from the nodes'
+own generation counters (exact, including requests still running); latency from the requests that started in
+the window, evaluated after the final drain, so slow requests are never left out. The staircase stops at the
+first step whose already-finished requests break a limit (this online check can only miss a breach, never
+invent one); the final verdict re-checks every step with all requests in.
 
 Figures are converted to the simulator's clock (tok/s x time_scale, ms / time_scale), so they read as what the
-capacity model predicts for the real hardware and do not depend on the time scale chosen to fit the run on this
-machine. They come from the simulator's model, not from a GPU.
+capacity model predicts for the real hardware. They come from the simulator's model, not from a GPU.
 """
 
 from __future__ import annotations
 
 import asyncio
+import statistics
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from quantroute.fleet import Fleet
 from quantroute.loadtest.arms import top_tier_share
-from quantroute.loadtest.runner import LoadTestConfig, run_step
 from quantroute.loadtest.stack import Stack, fleet_stack
-from quantroute.loadtest.stats import StepStats
+from quantroute.loadtest.stats import Slo, StepStats, breach, summarize
 from quantroute.policy.model import Policy
-from quantroute.traffic import RequestResult, TrafficLine
+from quantroute.traffic import RequestResult, TrafficLine, replay, units
 
 
 class Invariants(BaseModel):
@@ -36,23 +49,82 @@ class Invariants(BaseModel):
     sensitive_on_int4_unpinned: int  # the classifier's own choice (single requests and first turns)
 
 
-class ArmResult(BaseModel):
-    name: str
-    label: str
-    concurrency: int
-    time_scale: float
+class Ladder(BaseModel):
+    """The concurrency staircase and its timing (wall clock)."""
+
+    start: int = Field(default=160, ge=1)
+    factor: float = Field(default=1.3, gt=1)
+    max_steps: int = Field(default=8, ge=1)
+    queue_stop: float = Field(default=0.1, ge=0, description="Stop climbing after a step in which this share of "
+                              "requests waited at the router for a node (or got a 503): the queue has begun, so "
+                              "TTFT is about to break; results of those requests arrive too late to check online")
+    first_warmup_s: float = Field(default=4.0, ge=0, description="Before the first step (all clients start at once)")
+    warmup_s: float = Field(default=2.0, ge=0, description="After each step's added clients start")
+    window_s: float = Field(default=3.0, gt=0)
+    windows: int = Field(default=2, ge=1, description="Measured windows per step; the step reports their median")
+    drain_s: float = Field(default=12.0, ge=0, description="Longest wait for in-flight requests at the end")
+
+    def values(self) -> list[int]:
+        out: list[int] = []
+        c = float(self.start)
+        while len(out) < self.max_steps:
+            v = int(round(c / 4) * 4) or 1  # multiples of 4 read better in a table
+            if not out or v > out[-1]:
+                out.append(v)
+            c *= self.factor
+        return out
+
+
+class Window(BaseModel):
+    """One measured window of a step (simulated clock)."""
+
+    output_tok_s: float
+    tok_s_by_tier: dict[str, float]
     requests: int
     errors: int
-    output_tok_s: float  # simulated clock
-    e2e_p95_ms: float | None
     ttft_p95_ms: float | None
-    by_class: dict[str, dict]  # class -> requests, e2e_p95_ms, ttft_p95_ms, tiers
-    tier_share: dict[str, float]  # where requests ran
+    e2e_p95_ms: float | None
+
+
+class StepResult(BaseModel):
+    """One concurrency of the staircase: medians over its windows (simulated clock)."""
+
+    concurrency: int
+    windows: list[Window]
+    output_tok_s: float
+    tok_s_by_tier: dict[str, float]
+    ttft_p95_ms: float | None
+    e2e_p95_ms: float | None
+    by_class: dict[str, dict]  # class -> requests, e2e_p95_ms, ttft_p95_ms, tiers (medians; requests summed)
+    requests: int
+    errors: int
+    errors_by_status: dict[str, int]
+    tier_share: dict[str, float]
+    breach: str | None = None
+
+
+class CapacityResult(BaseModel):
+    name: str
+    label: str
+    time_scale: float
+    slo: Slo
+    steps: list[StepResult]
+    capacity_index: int | None  # the held step with the most output tok/s, before the first breach
+    stop_reason: str | None
     needed_fp16_share: float  # what the traffic needs under the policy (classifier alone)
     fleet_warning: bool
-    pinned_waits: int  # requests that waited for capacity (router counter, warm-up included)
+    pinned_waits: int  # requests that waited at the router for a node of their tier (whole staircase)
     pinned_503: int
-    invariants: Invariants
+    cut_requests: int  # still running after the drain; their tokens count, their latency does not
+    invariants: Invariants  # over every request of the staircase, at every load
+
+    @property
+    def capacity(self) -> StepResult | None:
+        return None if self.capacity_index is None else self.steps[self.capacity_index]
+
+    @property
+    def capacity_tok_s(self) -> float:
+        return self.capacity.output_tok_s if self.capacity else 0.0
 
 
 def invariants(results: Sequence[RequestResult]) -> Invariants:
@@ -71,58 +143,194 @@ def invariants(results: Sequence[RequestResult]) -> Invariants:
 
 
 async def router_counters(client: httpx.AsyncClient, url: str) -> dict[str, float]:
-    """Session waits and pinned 503s from the router's Prometheus metrics."""
+    """Requests that waited for capacity, 503s for lack of it (all, pinned) from the router's metrics."""
     text = (await client.get(url + "/metrics")).text
-    out = {"waits": 0.0, "pinned_503": 0.0}
+    out = {"requests": 0.0, "waits": 0.0, "pinned_503": 0.0, "no_capacity": 0.0}
     for fam in text_string_to_metric_families(text):
         for s in fam.samples:
-            if s.name == "quantroute_session_waits_total":
+            if s.name == "quantroute_requests_total":
+                out["requests"] += s.value
+            elif s.name == "quantroute_session_waits_total":
                 out["waits"] += s.value
-            elif s.name == "quantroute_no_capacity_total" and s.labels.get("pinned") == "true":
-                out["pinned_503"] += s.value
+            elif s.name == "quantroute_no_capacity_total":
+                out["no_capacity"] += s.value
+                if s.labels.get("pinned") == "true":
+                    out["pinned_503"] += s.value
     return out
 
 
-def _scaled(step: StepStats, ts: float) -> dict:
-    def ms(v: float | None) -> float | None:
-        return None if v is None else v / ts
-    return {k: {"requests": c.requests, "e2e_p95_ms": ms(c.e2e_p95_ms), "ttft_p95_ms": ms(c.ttft_p95_ms),
-                "tiers": c.tiers} for k, c in step.by_class.items()}
+
+async def node_tokens(client: httpx.AsyncClient, nodes: dict[str, str]) -> dict[str, float]:
+    """Generated tokens so far per node, from each simulated node's vLLM-style counter."""
+    async def one(url: str) -> float:
+        for attempt in range(3):  # a node busy with hundreds of streams can reset a scrape connection
+            try:
+                text = (await client.get(url + "/metrics")).text
+                break
+            except httpx.TransportError:
+                if attempt == 2:
+                    raise
+                await asyncio.sleep(0.05)
+        return sum(s.value for fam in text_string_to_metric_families(text) for s in fam.samples
+                   if s.name == "vllm:generation_tokens_total")
+    values = await asyncio.gather(*(one(u) for u in nodes.values()))
+    return dict(zip(nodes, values))
 
 
-async def run_arm(stack: Stack, *, name: str, label: str, policy: Policy, traffic: Sequence[TrafficLine],
-                  concurrency: int, time_scale: float, seconds: float, warmup_s: float) -> ArmResult:
-    config = LoadTestConfig(url=stack.router_url, model=traffic[0].body["model"], staircase=[concurrency],
-                            step_seconds=seconds, warmup_seconds=warmup_s, drain_seconds=max(10.0, seconds))
+def rotated(traffic: Sequence[TrafficLine], k: int) -> list[TrafficLine]:
+    """The traffic starting at another unit (sessions kept whole), so clients added by each step do not replay
+    the same units in lockstep with the earlier ones."""
+    us = units(traffic)
+    shift = (k * 37) % len(us) if us else 0
+    return [ln for u in us[shift:] + us[:shift] for ln in u.lines]
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    vs = [v for v in values if v is not None]
+    return statistics.median(vs) if vs else None
+
+
+def _ms(v: float | None, ts: float) -> float | None:
+    return None if v is None else v / ts
+
+
+def _window(stats: StepStats, tokens: dict[str, float], node_tier: dict[str, str], ts: float) -> Window:
+    by_tier: dict[str, float] = defaultdict(float)
+    for node, n in tokens.items():
+        by_tier[node_tier[node]] += n / stats.window_s * ts
+    return Window(output_tok_s=sum(by_tier.values()), tok_s_by_tier=dict(sorted(by_tier.items())),
+                  requests=stats.requests, errors=stats.errors, ttft_p95_ms=_ms(stats.ttft_p95_ms, ts),
+                  e2e_p95_ms=_ms(stats.e2e_p95_ms, ts))
+
+
+def step_result(concurrency: int, spans: Sequence[tuple[float, float, dict[str, float]]],
+                results: Sequence[RequestResult], node_tier: dict[str, str], ts: float) -> StepResult:
+    """A step's figures from its windows (start, end, tokens per node in the window); medians over windows."""
+    stats = [summarize(results, start=s, end=e) for s, e, _ in spans]
+    wins = [_window(st, tok, node_tier, ts) for st, (_, _, tok) in zip(stats, spans)]
+    classes = sorted({c for st in stats for c in st.by_class})
+    by_class = {}
+    for c in classes:
+        cs = [st.by_class[c] for st in stats if c in st.by_class]
+        tiers: dict[str, int] = defaultdict(int)
+        for x in cs:
+            for t, n in x.tiers.items():
+                tiers[t] += n
+        by_class[c] = {"requests": sum(x.requests for x in cs), "e2e_p95_ms": _ms(_median([x.e2e_p95_ms for x in cs]), ts),
+                       "ttft_p95_ms": _ms(_median([x.ttft_p95_ms for x in cs]), ts), "tiers": dict(tiers)}
+    tiers_all: dict[str, int] = defaultdict(int)
+    status: dict[str, int] = defaultdict(int)
+    for st in stats:
+        for t, n in st.tiers.items():
+            tiers_all[t] += n
+        for s, n in st.errors_by_status.items():
+            status[s] += n
+    ok = sum(tiers_all.values()) or 1
+    tier_names = sorted({t for w in wins for t in w.tok_s_by_tier})
+    return StepResult(
+        concurrency=concurrency, windows=wins, output_tok_s=_median([w.output_tok_s for w in wins]) or 0.0,
+        tok_s_by_tier={t: _median([w.tok_s_by_tier.get(t, 0.0) for w in wins]) or 0.0 for t in tier_names},
+        ttft_p95_ms=_median([w.ttft_p95_ms for w in wins]), e2e_p95_ms=_median([w.e2e_p95_ms for w in wins]),
+        by_class=by_class, requests=sum(w.requests for w in wins), errors=sum(w.errors for w in wins),
+        errors_by_status=dict(status), tier_share={t: n / ok for t, n in sorted(tiers_all.items())})
+
+
+def verdict(step: StepResult, slo: Slo) -> str | None:
+    """The load tester's breach rule on a step's medians (no plateau rule: noise would stop a climb early)."""
+    med = StepStats(index=0, concurrency=step.concurrency, window_s=1.0, requests=step.requests,
+                    errors=step.errors, error_rate=step.errors / step.requests if step.requests else 0.0,
+                    errors_by_status=step.errors_by_status, req_s=0.0, output_tok_s=step.output_tok_s,
+                    ttft_p95_ms=step.ttft_p95_ms, e2e_p95_ms=step.e2e_p95_ms)
+    return breach(med, None, slo)
+
+
+async def climb(stack: Stack, *, name: str, label: str, policy: Policy, traffic: Sequence[TrafficLine],
+                ladder: Ladder, slo: Slo, time_scale: float) -> CapacityResult:
+    """The staircase for one traffic mix on a running stack (see the module docstring)."""
+    node_tier = {n.id: n.deployment.tier.value for n in stack.fleet.nodes}
     results: list[RequestResult] = []
-    async with httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=10.0),
-                                 limits=httpx.Limits(max_connections=None)) as client:
-        before = await router_counters(client, stack.router_url)
-        step = await run_step(config, traffic, 0, client=client, results=results)
-        after = await router_counters(client, stack.router_url)
-    ok = sum(step.tiers.values()) or 1
+    stops: list[asyncio.Event] = []
+    tasks: list[asyncio.Task] = []
+    raw: list[tuple[int, list[tuple[float, float, dict[str, float]]]]] = []
+    running = 0
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=2048)
+    # Scrapes use their own client, so they never queue behind (or share a reset connection with) the load.
+    async with httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=10.0), limits=limits) as client, \
+            httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0)) as scraper:
+        before = mark = await router_counters(scraper, stack.router_url)
+        for k, conc in enumerate(ladder.values()):
+            stop = asyncio.Event()
+            stops.append(stop)
+            tasks.append(asyncio.create_task(replay(
+                stack.router_url, rotated(traffic, k), stop_event=stop, on_result=results.append,
+                concurrency=conc - running, client=client, run_id=f"{name}-{k}-{time.monotonic_ns() % 10**6}",
+                seed=k)))
+            running = conc
+            await asyncio.sleep(ladder.first_warmup_s if k == 0 else ladder.warmup_s)
+            spans = []
+            for _ in range(ladder.windows):
+                t0, c0 = time.perf_counter(), await node_tokens(scraper, stack.node_urls)
+                await asyncio.sleep(ladder.window_s)
+                t1, c1 = time.perf_counter(), await node_tokens(scraper, stack.node_urls)
+                spans.append((t0, t1, {n: c1[n] - c0[n] for n in c1}))
+            raw.append((conc, spans))
+            # Online check on the requests finished so far; unfinished ones are the slow ones, so this can
+            # miss a breach but not invent one. The router's wait and 503 counters see the queue at once.
+            now = await router_counters(scraper, stack.router_url)
+            routed = max(now["requests"] - mark["requests"], 1.0)
+            queued = (now["waits"] - mark["waits"] + now["no_capacity"] - mark["no_capacity"]) / routed
+            mark = now
+            if queued >= ladder.queue_stop or verdict(step_result(conc, spans, results, node_tier, time_scale),
+                                                      slo) is not None:
+                break
+            if any(t.done() and t.exception() for t in tasks):
+                break
+        for s in stops:
+            s.set()
+        done, pending = await asyncio.wait(tasks, timeout=ladder.drain_s)
+        cut = len(pending)
+        for t in pending:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for t in done:
+            if t.exception() is not None:
+                raise t.exception()  # type: ignore[misc]
+        after = await router_counters(scraper, stack.router_url)
+    steps = [step_result(c, sp, results, node_tier, time_scale) for c, sp in raw]
+    best = stop_reason = None
+    for i, st in enumerate(steps):
+        st.breach = verdict(st, slo)
+        if st.breach is not None:
+            stop_reason = f"{st.breach} at concurrency {st.concurrency}"
+            break
+        if best is None or st.output_tok_s > steps[best].output_tok_s:
+            best = i
+    if stop_reason is None:
+        stop_reason = f"top of the ladder ({steps[-1].concurrency}) held the SLO: capacity is at least this"
     share, warn = top_tier_share(policy, traffic)
-    return ArmResult(
-        name=name, label=label, concurrency=concurrency, time_scale=time_scale, requests=step.requests,
-        errors=step.errors, output_tok_s=step.output_tok_s * time_scale,
-        e2e_p95_ms=None if step.e2e_p95_ms is None else step.e2e_p95_ms / time_scale,
-        ttft_p95_ms=None if step.ttft_p95_ms is None else step.ttft_p95_ms / time_scale,
-        by_class=_scaled(step, time_scale), tier_share={t: n / ok for t, n in sorted(step.tiers.items())},
-        needed_fp16_share=share, fleet_warning=warn, pinned_waits=int(after["waits"] - before["waits"]),
-        pinned_503=int(after["pinned_503"] - before["pinned_503"]), invariants=invariants(results))
+    return CapacityResult(
+        name=name, label=label, time_scale=time_scale, slo=slo, steps=steps, capacity_index=best,
+        stop_reason=stop_reason, needed_fp16_share=share, fleet_warning=warn,
+        pinned_waits=int(after["waits"] - before["waits"]), pinned_503=int(after["pinned_503"] - before["pinned_503"]),
+        cut_requests=cut, invariants=invariants(results))
 
 
-def run_arms(fleet: Fleet, policy: Policy, runs: Sequence[tuple[str, str, Sequence[TrafficLine]]], *,
-             concurrency: int, time_scale: float, seconds: float, warmup_s: float,
-             node_max_inflight: int | None = None) -> list[ArmResult]:
-    """Start the fleet and a router with `policy` once, then run each (name, label, traffic) in turn."""
-    inflight = node_max_inflight or min(n.max_num_seqs for n in fleet.nodes)
+def run_capacity(fleet: Fleet, policy: Policy, runs: Sequence[tuple[str, str, Sequence[TrafficLine]]], *,
+                 ladder: Ladder, slo: Slo, time_scale: float, node_max_waiting: int = 2) -> list[CapacityResult]:
+    """Start the fleet and a router with `policy` once, then climb the staircase for each (name, label, traffic)."""
+    # The router's waits run on the wall clock; scale them so a pinned session waits as long in simulated time
+    # as the policy says.
+    sessions = policy.sessions.model_copy(update={"max_wait_ms": int(policy.sessions.max_wait_ms * time_scale)})
+    policy = policy.model_copy(update={"sessions": sessions})
 
-    async def go(stack: Stack) -> list[ArmResult]:
-        return [await run_arm(stack, name=n, label=lb, policy=policy, traffic=t, concurrency=concurrency,
-                              time_scale=time_scale, seconds=seconds, warmup_s=warmup_s) for n, lb, t in runs]
+    async def go(stack: Stack) -> list[CapacityResult]:
+        return [await climb(stack, name=n, label=lb, policy=policy, traffic=t, ladder=ladder, slo=slo,
+                            time_scale=time_scale) for n, lb, t in runs]
 
-    # A node counts as full for the router when its batch is full (max_num_seqs), so load beyond it waits at
-    # the router (pinned sessions) or escalates (unpinned) instead of queueing unseen inside one node.
-    with fleet_stack(fleet, policy, time_scale=time_scale, node_max_inflight=inflight) as stack:
+    # A node counts as full for the router when its batch is full (max_num_seqs) or requests queue inside it
+    # (it ran out of KV room: the RTX 4090 nodes do long before 64 sequences), so load beyond that waits at
+    # the router (pinned sessions) or escalates to a higher tier (unpinned) instead of queueing unseen.
+    inflight = min(n.max_num_seqs for n in fleet.nodes)
+    with fleet_stack(fleet, policy, time_scale=time_scale, node_max_inflight=inflight,
+                     node_max_waiting=node_max_waiting) as stack:
         return asyncio.run(go(stack))

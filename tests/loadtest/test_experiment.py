@@ -1,11 +1,13 @@
-"""The fleet experiment's invariants on a short run: seed 000's fleet behind the real router (separate processes)."""
+"""The fleet experiment on a short run: seed 000's fleet behind the real router (separate processes), a two-step
+staircase per arm; invariants (0 sensitive on INT4 by the classifier, 0 switches) and the capacity bookkeeping."""
 
 from pathlib import Path
 
 from quantroute.fleet import load_fleet
 from quantroute.loadtest import arms
-from quantroute.loadtest.experiment import run_arms
+from quantroute.loadtest.experiment import Ladder, run_capacity
 from quantroute.loadtest.mix import tolerant_mix, tolerant_share
+from quantroute.loadtest.stats import Slo
 from quantroute.policy.loader import load_policy
 from quantroute.traffic import load_traffic, with_model
 
@@ -13,25 +15,39 @@ REPO = Path(__file__).resolve().parents[2]
 FLEET = load_fleet(REPO / "data/fleet-seed000.yaml")
 BASE = load_policy(REPO / "policies/policy-0001.yaml")
 MIXED = with_model(load_traffic(REPO / "data/traffic/mixed.jsonl"), "llama-13b")
+SHORT = Ladder(start=8, factor=2.0, max_steps=2, first_warmup_s=0.5, warmup_s=0.5, window_s=1.0, windows=2,
+               drain_s=10.0)
 
 
-def test_tiered_arm_keeps_sessions_on_one_tier_and_sensitive_requests_off_int4_unless_pinned():
-    [b] = run_arms(FLEET, arms.adapt(BASE, FLEET), [("b", "tiered", MIXED)], concurrency=12, time_scale=0.5,
-                   seconds=3.0, warmup_s=0.5)
+def test_tiered_staircase_keeps_sessions_on_one_tier_and_sensitive_requests_off_int4_unless_pinned():
+    [b] = run_capacity(FLEET, arms.adapt(BASE, FLEET), [("b", "tiered", MIXED)], ladder=SHORT,
+                       slo=Slo(ttft_p95_ms=60_000), time_scale=0.5)
+    assert [s.concurrency for s in b.steps] == [8, 16]  # a generous SLO holds at this load: both steps ran
+    assert b.capacity_index is not None and b.capacity_tok_s == max(s.output_tok_s for s in b.steps)
+    for s in b.steps:
+        assert len(s.windows) == 2 and s.breach is None and s.errors == 0
+        assert min(w.output_tok_s for w in s.windows) <= s.output_tok_s <= max(w.output_tok_s for w in s.windows)
+        assert s.output_tok_s == sum(s.tok_s_by_tier.values())
+    assert set(b.capacity.tier_share) == {"fp16", "int4"} and b.capacity.tok_s_by_tier["int4"] > 0
     inv = b.invariants
-    assert b.requests > 20 and b.errors == 0
-    assert set(b.tier_share) == {"fp16", "int4"}
     assert inv.sessions > 0 and inv.mid_session_switches == 0
     assert inv.sensitive > 0 and inv.sensitive_on_int4_unpinned == 0
     assert inv.sensitive_on_int4 == inv.sensitive_on_int4_pinned
-    assert b.output_tok_s > 0 and b.by_class["sensitive"]["tiers"]
 
 
-def test_baseline_policy_sends_everything_to_fp16():
-    [a] = run_arms(FLEET, arms.fp16_only(BASE, FLEET), [("a", "fp16 only", MIXED)], concurrency=8, time_scale=0.5,
-                   seconds=2.0, warmup_s=0.5)
-    assert a.tier_share == {"fp16": 1.0} and a.invariants.sensitive_on_int4 == 0
-    assert a.needed_fp16_share == 1.0 and a.fleet_warning
+def test_baseline_runs_on_fp16_only_and_a_tight_slo_stops_the_staircase_at_its_first_step():
+    # A TTFT SLO of 1 ms cannot be met (prefill alone takes longer), so the first step breaches: no capacity.
+    [a] = run_capacity(FLEET, arms.fp16_only(BASE, FLEET), [("a", "fp16 only", MIXED)], ladder=SHORT,
+                       slo=Slo(ttft_p95_ms=1.0), time_scale=0.5)
+    assert len(a.steps) == 1 and a.capacity_index is None and a.capacity_tok_s == 0.0
+    assert a.steps[0].breach.startswith("SLO: TTFT p95") and "concurrency 8" in a.stop_reason
+    assert a.steps[0].tier_share == {"fp16": 1.0} and a.steps[0].tok_s_by_tier.get("int4", 0.0) == 0.0
+    assert a.invariants.sensitive_on_int4 == 0 and a.needed_fp16_share == 1.0 and a.fleet_warning
+
+
+def test_ladder_values_grow_geometrically():
+    assert Ladder(start=160, factor=1.3, max_steps=6).values() == [160, 208, 272, 352, 456, 596]
+    assert Ladder(start=1, factor=1.1, max_steps=3).values() == [1, 4, 8]  # rounded to 4s, strictly increasing
 
 
 def test_tolerant_mix_share_and_fleet_warning():
