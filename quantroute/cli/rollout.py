@@ -74,7 +74,8 @@ def print_status(st, *, events: int = 8) -> None:
     click.echo(f"  phase    {st.phase}   candidate share {st.percent:g}% of new sessions   steps {steps}")
     click.echo(f"  started  {st.started_at:%Y-%m-%d %H:%M:%S} by {st.started_by}"
                + (f"   approved by {st.approved_by}" if st.approved_by else "")
-               + (f"   policy version {st.policy_version}" if st.policy_version else ""))
+               + (f"   policy version {st.policy_version}" if st.policy_version else "")
+               + (f"   target concurrency {st.target_concurrency}" if st.target_concurrency else ""))
     click.echo(f"  message  {st.message}")
     if st.aborted_reason:
         click.echo(f"  aborted  {st.aborted_reason}")
@@ -103,11 +104,13 @@ def rollout() -> None:
 @rollout.command()
 @click.argument("model")
 @click.option("--candidate", required=True, help="the candidate's deployment id (named by the policy's canary)")
+@click.option("--target-concurrency", type=click.IntRange(min=1), default=None,
+              help="concurrency the candidate's staircase load test must pass at (checklist); default: any step")
 @BY
 @_run
-def start(svc, model, candidate, by):
+def start(svc, model, candidate, target_concurrency, by):
     """Start a rollout; it waits at the eval gate until a passing run of the candidate vs the baseline exists."""
-    return svc.start(model, candidate=candidate, by=by)
+    return svc.start(model, candidate=candidate, by=by, target_concurrency=target_concurrency)
 
 
 @rollout.command()

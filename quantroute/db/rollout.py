@@ -43,6 +43,8 @@ class Rollout(SQLModel, table=True):
     breach: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))  # guard verdict
     # [{percent, at, version}] so guards can find the window before the candidate took all traffic
     history: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    # The staircase load test must have met every limit at this concurrency (checklist); None: any step.
+    target_concurrency: int | None = None
     # Bumped by every status write; a write names the revision it decided on (see `swap_rollout`).
     revision: int = 0
 

@@ -76,6 +76,7 @@ class RolloutStatus(BaseModel):
     updated_at: datetime
     started_by: str
     approved_by: str | None
+    target_concurrency: int | None = None  # for the staircase checklist item; None: any concurrency
     policy_version: int | None
     message: str
     aborted_reason: str | None
@@ -97,9 +98,15 @@ class RolloutService:
 
     # ---- actions -----------------------------------------------------------------------------------------
 
-    def start(self, model: str, *, candidate: str, by: str) -> RolloutStatus:
+    def start(self, model: str, *, candidate: str, by: str, target_concurrency: int | None = None) -> RolloutStatus:
         """Start a rollout of `candidate` for `model`. The active policy's canary spec for the model must name
-        this candidate (spec is desired state: change it with a reviewed policy version)."""
+        this candidate (spec is desired state: change it with a reviewed policy version). `target_concurrency`:
+        the concurrency the candidate's staircase load test must have passed at (checklist item
+        staircase_load_test); default the service's, else any step that met every limit."""
+        if target_concurrency is not None and (isinstance(target_concurrency, bool)
+                                               or not isinstance(target_concurrency, int) or target_concurrency < 1):
+            raise RolloutRefused(f"start refused: target_concurrency must be a whole number of concurrent "
+                                 f"requests >= 1, got {target_concurrency!r}")
         policy = self.store.active()
         spec = policy.canary_for(model)
         if spec is None:
@@ -127,6 +134,7 @@ class RolloutService:
             row = db.create_rollout(session=s, rollout=db.Rollout(
                 model=model, candidate=candidate, baseline=spec.baseline, phase=out.state.phase.value,  # type: ignore[union-attr]
                 steps=list(spec.steps), started_at=now, updated_at=now, step_at=now, started_by=by,
+                target_concurrency=target_concurrency or self.target_concurrency,
                 start_version=policy.version, policy_version=policy.version, message=out.message))
             self._event(s, row, by, "start", None, 0.0, policy.version, policy.version, out.message)
             s.commit()
@@ -263,7 +271,8 @@ class RolloutService:
         return RolloutStatus(id=row.id, model=row.model, candidate=row.candidate, baseline=row.baseline,  # type: ignore[arg-type]
                              phase=row.phase, steps=row.steps, step_index=row.step_index, percent=row.percent,
                              started_at=row.started_at, updated_at=row.updated_at, started_by=row.started_by,
-                             approved_by=row.approved_by, policy_version=row.policy_version, message=row.message,
+                             approved_by=row.approved_by, target_concurrency=row.target_concurrency,
+                             policy_version=row.policy_version, message=row.message,
                              aborted_reason=row.aborted_reason, breach=row.breach, gate=gate.detail,
                              checklist=self._checklist(row).items, guards=self.guard_verdict(model), events=events)
 
@@ -287,7 +296,7 @@ class RolloutService:
                                                         versions.missing_metadata(policy, row.candidate)),
                "eval_gate": cl.Fact(ok=gate.passing is not None, detail=gate.detail),
                "eval_coverage": facts.eval_coverage(gate.passing),
-               "staircase_load_test": facts.staircase_fact(self.engine, row.candidate, self.target_concurrency),
+               "staircase_load_test": facts.staircase_fact(self.engine, row.candidate, row.target_concurrency),
                "guards_configured": facts.guards_fact(spec)}
         out.update(facts.node_facts(self.engine, self.router, spec))
         return out

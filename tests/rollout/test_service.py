@@ -205,3 +205,31 @@ def test_without_require_eval_pass_a_failing_run_is_no_breach(tmp_path, db_engin
     v = other.evaluate_guards(MODEL)
     assert v.status == "inconclusive" and not v.breaches
     assert other.status(MODEL).phase == "progressing"
+
+
+def test_target_concurrency_is_kept_on_the_rollout_and_drives_the_staircase_item(svc, db_engine):
+    record_eval(db_engine, passed=True)
+    record_staircase(db_engine, ok_up_to=8)  # passes at 4 and 8, not at 16
+    st = svc.start(MODEL, candidate=CAND, by="alice", target_concurrency=16)
+    assert st.target_concurrency == 16 and svc.list(MODEL)[0].target_concurrency == 16
+    item = {i.key: i for i in st.checklist}["staircase_load_test"]
+    assert not item.done and "concurrency 16" in item.detail
+    svc.tick(MODEL, PERSON_ITEMS + ["baseline_healthy"], by="carol")
+    with pytest.raises(RolloutRefused, match="open: staircase_load_test"):
+        svc.approve(MODEL, by="bob")
+    record_staircase(db_engine, ok_up_to=32)
+    assert svc.approve(MODEL, by="bob").phase == "progressing"
+
+
+def test_without_a_target_any_passing_staircase_step_ticks_the_item(svc, db_engine):
+    record_staircase(db_engine, ok_up_to=8)
+    st = svc.start(MODEL, candidate=CAND, by="alice")
+    item = {i.key: i for i in st.checklist}["staircase_load_test"]
+    assert st.target_concurrency is None and item.done and "no target set" in item.detail
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True])
+def test_target_concurrency_must_be_a_positive_whole_number(svc, bad):
+    with pytest.raises(RolloutRefused, match="target_concurrency must be a whole number"):
+        svc.start(MODEL, candidate=CAND, by="alice", target_concurrency=bad)
+    assert svc.list(MODEL) == []
