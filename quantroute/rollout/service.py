@@ -217,7 +217,12 @@ class RolloutService:
             return None
         v = self._verdict(row)
         if v.status == "breach":
-            self._breach(row, by, v)
+            try:
+                self._breach(row, by, v)
+            except RolloutRefused:
+                if not Phase(self._by_id(row.id).phase).terminal:  # type: ignore[arg-type]
+                    raise
+                # someone rolled it back (or promoted it) meanwhile: nothing left for this breach to do
             return v
         try:
             if v.status == "inconclusive":

@@ -204,3 +204,19 @@ def test_the_revision_column_upgrades_existing_rows(db_url, tmp_path):
             assert c.execute(text("SELECT revision FROM rollout")).scalar_one() == 0
     finally:
         eng.dispose()
+
+
+def test_a_breach_found_while_a_person_rolls_back_leaves_one_rollback(progressing, store, engine):
+    with db_session(engine) as s:  # the candidate starts failing
+        s.add_all(RequestLog(ts=utcnow(), model=MODEL, deployment=CAND, status=500, latency_ms=5.0)
+                  for _ in range(20))
+        s.commit()
+    ann = RolloutService(store)
+    loop = HeldService(store, lambda: ann.rollback(MODEL, by="ann", reason="saw the errors first"))
+    v = loop.evaluate_guards(MODEL)  # the loop keeps running: no exception
+    assert v.status == "breach"
+    st = ann.status(MODEL)
+    assert (st.phase, st.aborted_reason) == ("rolled-back", "saw the errors first")
+    assert [e["action"] for e in st.events if not e["refused"]][-1] == "rollback"
+    assert sum(e["action"] == "guard_breach" and not e["refused"] for e in st.events) == 0
+    assert in_force(store) == 0
