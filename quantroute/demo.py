@@ -2,8 +2,9 @@
 
 Copies policies/ into .demo/ (gitignored), starts the simulated fleet (data/fleet.yaml), the router (that
 policies dir, a SQLite DB under .demo/), background traffic replaying data/traffic/mixed.jsonl (multi-turn
-sessions included), seeds eval runs (int4 vs fp16, fp8 vs fp16 and the canary candidate vs its baseline, golden suite), creates one user per
-role and starts the dashboard. Every child runs in its own process group; on exit each group is terminated
+sessions included), seeds eval runs (int4 vs fp16, fp8 vs fp16 and the canary candidate vs its baseline, golden
+suite) and a short staircase load test of the canary candidate, creates one user per role and starts the
+dashboard. Every child runs in its own process group; on exit each group is terminated
 and waited for, so nothing is left behind.
 
     python -m quantroute.demo [--dir .demo] [--dashboard-port 8501] [--no-evals] [--time-scale 0.25]
@@ -123,10 +124,21 @@ def create_users(db_url: str, passwords: dict[str, str] | None = None) -> dict[s
     return out
 
 
+def pinned_suite_file(pin: str) -> Path:
+    """The suite file a deployment's `eval_suite` pin names (NAME or NAME@HASH): data/evals/NAME.jsonl."""
+    name = pin.partition("@")[0]
+    path = REPO / "data" / "evals" / f"{name}.jsonl"
+    if not name or not path.exists():
+        raise FileNotFoundError(f"eval_suite {pin!r}: no suite file {path}; valid names: "
+                                + ", ".join(sorted(f.stem for f in (REPO / "data" / "evals").glob("*.jsonl"))))
+    return path
+
+
 def seed_evals(stack: Stack, *, suite: str = "data/evals/golden.jsonl") -> list[str]:
     """Paired evals through the router (deployment ids pick the arm) so the Evals page has real verdicts:
-    int4 vs fp16 (the gate fails on math), fp8 vs fp16 (passes), and the canary candidate vs its baseline,
-    which opens the rollout's eval gate on the suite the policy pins."""
+    int4 vs fp16 (the gate fails on math) and fp8 vs fp16 (passes) on `suite`, and the canary candidate vs its
+    baseline on the suite the policy pins for the candidate (whatever `suite` is), so the rollout's eval gate
+    can open: the gate only counts runs on the pinned suite."""
     from quantroute.db.engine import make_engine
     from quantroute.evals.runs import start_run
     from quantroute.evals.suite import load_suite
@@ -137,18 +149,58 @@ def seed_evals(stack: Stack, *, suite: str = "data/evals/golden.jsonl") -> list[
     model = sorted(policy.models())[0]
     first = {t.name.value: policy.deployments_for(model, t.name)[0] for t in policy.tiers
              if policy.deployments_for(model, t.name)}
-    pairs = [(first["fp16"], first[c]) for c in ("int4", "fp8") if c in first and "fp16" in first]
+    pairs = [(first["fp16"], first[c], REPO / suite) for c in ("int4", "fp8") if c in first and "fp16" in first]
     canary = policy.canary_for(model)
     if canary:
-        pairs.append((canary.baseline, canary.candidate))
-    loaded = load_suite(REPO / suite)
+        meta = policy.deployments.get(canary.candidate)
+        pin = meta.eval_suite if meta and meta.eval_suite else ""
+        pairs.append((canary.baseline, canary.candidate, pinned_suite_file(pin) if pin else REPO / suite))
     out = []
-    for baseline, candidate in pairs:
-        view = start_run(suite=loaded, baseline=f"{stack.router_url}#{baseline}",
+    for baseline, candidate, path in pairs:
+        view = start_run(suite=load_suite(path), baseline=f"{stack.router_url}#{baseline}",
                          candidate=f"{stack.router_url}#{candidate}", engine=engine, runs_dir=stack.dir / "evals")
-        out.append(f"run {view.run['id']}: {candidate} vs {baseline}: {view.verdict.summary().splitlines()[0]}")
+        out.append(f"run {view.run['id']}: {candidate} vs {baseline} on {path.stem}: "
+                   f"{view.verdict.summary().splitlines()[0]}")
     engine.dispose()
     return out
+
+
+def seed_staircase(stack: Stack, *, step_seconds: float = 5.0, staircase: tuple[int, ...] = (1, 2, 4)) -> str | None:
+    """A short staircase load test of the canary candidate on its own node(s), stored like `quantroute loadtest`
+    stores it, so the rollout checklist's staircase item is backed by a real run (the checklist reads it)."""
+    from quantroute.db.engine import make_engine, session
+    from quantroute.db.loadtest import save_result
+    from quantroute.loadtest.report import write_all
+    from quantroute.loadtest.runner import LoadTestConfig, run_staircase
+    from quantroute.loadtest.stats import Slo
+    from quantroute.policy.store import PolicyStore
+    from quantroute.traffic import load_traffic, with_model
+
+    engine = make_engine(stack.db_url)
+    policy = PolicyStore(stack.dir / "policies", engine).active()
+    canary = next(iter(policy.canaries), None)
+    fleet = yaml.safe_load((stack.dir / "fleet.yaml").read_text())
+    nodes = [n for n in fleet["nodes"] if canary and n["deployment"]["id"] == canary.candidate]
+    if not nodes:
+        engine.dispose()
+        return None
+    # One node, addressed directly: the candidate's own capacity, not the router's mix of tiers.
+    config = LoadTestConfig(url=f"http://127.0.0.1:{nodes[0]['port']}", model=canary.candidate,
+                            source="data/traffic/mixed.jsonl", staircase=list(staircase), step_seconds=step_seconds,
+                            warmup_seconds=min(1.0, step_seconds / 4), slo=Slo(max_error_rate=0.01),
+                            deployment=canary.candidate)
+    lines = with_model(load_traffic(REPO / "data/traffic/mixed.jsonl"), canary.candidate)
+    result = asyncio.run(run_staircase(config, lines))
+    out_dir = stack.dir / "loadtests" / canary.candidate
+    write_all(result, out_dir, png=False)
+    with session(engine) as s:
+        run = save_result(session=s, result=result, out_dir=str(out_dir))
+        s.commit()
+        line = (f"load test run {run.id}: {canary.candidate} on node {nodes[0]['id']}, staircase "
+                f"{','.join(map(str, staircase))}: " + (f"limits met up to {result.best.load}" if result.best
+                                                        else f"stopped: {result.stop_reason}"))
+    engine.dispose()
+    return line
 
 
 def seed_canary(stack: Stack) -> str | None:
@@ -267,6 +319,8 @@ def main(argv: list[str] | None = None) -> None:
                 print("seeding eval runs (golden suite through the router, about a minute)...", flush=True)
                 for line in seed_evals(stack):
                     print("  " + line)
+                print("staircase load test of the canary candidate (about 15 s)...", flush=True)
+                print("  " + (seed_staircase(stack) or "no canary candidate node in the fleet"))
             print("logins:")
             for name, (role, pw) in stack.logins.items():
                 print(f"  {name:<8} {role:<9} password {pw}")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from quantroute.rollout.checklist import BY_KEY
+
 from dashboard import actions, charts, data, ui
 
 
@@ -65,13 +67,19 @@ def _buttons(svc, st_, model: str) -> None:
         _do(svc, "promote", model)
 
 
+def _person_may_tick(item) -> bool:
+    """Offer only what the service would accept: items the system cannot know, and system items whose fact it
+    could not get right now (the checklist then says a named person may tick them)."""
+    return not BY_KEY[item.key].system or item.detail.endswith("a named person may tick it")
+
+
 def _checklist(svc, st_, model: str) -> None:
     items = pd.DataFrame([i.model_dump() for i in st_.checklist])
     with st.expander(f"Checklist ({int(items['done'].sum())}/{len(items)} done)",
                      expanded=st_.phase == "awaiting-approval"):
         st.dataframe(items[["section", "text", "required", "done", "by", "detail"]], hide_index=True,
                      width="stretch")
-        open_items = items[(~items["done"]) & (items["by"] == "")]["key"].tolist()
+        open_items = [i.key for i in st_.checklist if not i.done and _person_may_tick(i)]
         if ui.can("rollout.approve") and open_items and st_.phase not in ("promoted", "rolled-back"):
             pick = st.multiselect("Tick items you have verified", open_items, key=f"tick_{model}")
             if pick and st.button("Tick", key=f"tickbtn_{model}"):

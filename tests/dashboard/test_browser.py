@@ -1,7 +1,10 @@
 """End to end in headless Chromium against a running demo stack (sim fleet + router + traffic + dashboard on
 free ports): an operator changes a threshold and saves a draft; a reviewer approves and activates it; the
-running router reports the new version; the operator starts the canary and rolls it back with one click.
-Screenshots of every page land in tests/artifacts/ (gitignored) for review."""
+running router reports the new version; the operator starts the canary rollout, the eval gate opens (the demo
+seeds the candidate vs its baseline on the suite the policy pins, and a staircase run of the candidate), the
+reviewer ticks the checklist items only a person can vouch for and approves; the router sends the first
+step's sessions to the candidate; the operator rolls it back with one click and the router serves only the
+baseline again. Screenshots of every page land in tests/artifacts/ (gitignored) for review."""
 
 from __future__ import annotations
 
@@ -11,13 +14,21 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlmodel import select
 
 from quantroute import demo
+from quantroute.db.engine import make_engine, session
+from quantroute.db.request_log import RequestLog
+from quantroute.router.canary import bucket
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 PAGES = ["Fleet", "Policy", "Sessions", "Evals", "Rollouts", "Capacity", "Audit"]
 PASSWORDS = {"olivia": "op-pass-1", "rahul": "rev-pass-1", "ana": "ana-pass-1"}
+MODEL, BASELINE, CANDIDATE = "llama3-8b", "llama3-8b-awq-w4a16", "llama3-8b-awq-w4a16-v2"
+# Cheap-tier traffic (low priority, sampled small talk): the policy sends it to int4, the canary's tier.
+CHAT = {"model": MODEL, "temperature": 0.9, "max_tokens": 16,
+        "messages": [{"role": "user", "content": "hi! tell me a silly joke"}]}
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Chromium at /usr/bin/chromium")]
@@ -27,7 +38,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow,
 def stack(tmp_path_factory):
     with demo.demo_stack(tmp_path_factory.mktemp("demo") / "rt", time_scale=0.05, concurrency=2,
                          passwords=PASSWORDS) as st:
-        demo.seed_evals(st, suite="data/evals/smoke.jsonl")
+        demo.seed_evals(st, suite="data/evals/smoke.jsonl")  # the canary pair runs on the pinned suite anyway
+        demo.seed_staircase(st, step_seconds=2, staircase=(1, 2))
         yield st
 
 
@@ -76,6 +88,70 @@ def active_version(stack) -> int:
     return r.json()["version"]
 
 
+def first_step_sessions(percent: float, n: int = 4) -> list[str]:
+    """Session keys the canary split puts in the candidate arm at `percent` (the router's own hash)."""
+    keys = (f"e2e-{i}" for i in range(100_000))
+    return [k for k in keys if bucket(k, MODEL) < percent][:n]
+
+
+def served(stack, key: str) -> tuple[str | None, str | None]:
+    """(arm, deployment) the running router picked for one cheap-tier request of session `key`."""
+    r = httpx.post(stack.router_url + "/v1/chat/completions", json=CHAT, timeout=30,
+                   headers={"x-session-id": key, "x-priority": "2"})
+    assert r.status_code == 200, r.text
+    assert r.headers["x-quantroute-tier"] == "int4", r.headers
+    return r.headers.get("x-quantroute-arm"), r.headers["x-quantroute-deployment"]
+
+
+def served_until(stack, keys: list[str], want: set[tuple[str | None, str]], timeout_s: float = 15.0) -> set:
+    """What the router served `keys`, polled until it is `want` (the router picks up a new version on its own)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = {served(stack, k) for k in keys}
+        if got == want or time.monotonic() > deadline:
+            return got
+        time.sleep(0.3)
+
+
+def logged_deployments(stack, keys: list[str], timeout_s: float = 15.0) -> set[str]:
+    """Deployments the request log recorded for `keys` (written in batches off the hot path: polled)."""
+    engine = make_engine(stack.db_url)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            with session(engine) as s:
+                deps = set(s.exec(select(RequestLog.deployment).where(RequestLog.session_key.in_(keys))))  # type: ignore[union-attr]
+            if CANDIDATE in deps or time.monotonic() > deadline:
+                return deps
+            time.sleep(0.3)
+    finally:
+        engine.dispose()
+
+
+def tick(page, items: list[str]) -> None:
+    """Pick checklist items in the multiselect (typed: the combobox lists what matches) and tick them."""
+    box = page.get_by_role("combobox", name="Tick items you have verified")
+    tags = page.locator('[data-testid="stMultiSelectTagsContainer"]').first
+    for item in items:
+        idle(page)
+        for attempt in range(3):  # a rerun that lands while typing replaces the input and drops the text
+            box.click()
+            box.press_sequentially(item)
+            option = page.locator('[role="option"]', has_text=item).first
+            try:
+                option.wait_for(timeout=5000)
+                break
+            except Exception:
+                if attempt == 2:
+                    page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)
+                    raise
+                box.fill("")
+        box.press("Enter")  # picks the first match
+        tags.get_by_text(item, exact=True).wait_for()
+    page.keyboard.press("Escape")
+    click(page, "Tick")
+
+
 @pytest.mark.timeout(240)
 def test_operator_reviewer_canary_flow(stack, browser):
     ARTIFACTS.mkdir(exist_ok=True)
@@ -115,11 +191,39 @@ def test_operator_reviewer_canary_flow(stack, browser):
     assert active_version(stack) == saved  # the running router hot-reloaded the reviewed version
     logout(page)
 
-    # operator: start the canary, then one-click rollback with a confirm
+    # operator: start the rollout; the gate opens on the seeded run on the pinned suite
     login(page, stack.dashboard_url, "olivia")
     goto(page, "Rollouts")
-    click(page, "Start rollout of llama3-8b-awq-w4a16-v2")
+    click(page, f"Start rollout of {CANDIDATE}")
     page.get_by_text("rollout start: done").wait_for()
+    page.get_by_text("awaiting-approval").first.wait_for()
+    assert "passed" in page.get_by_text("gate: run").first.inner_text()
+    logout(page)
+
+    # reviewer: tick what only a person can vouch for, then approve; the candidate gets the first step
+    login(page, stack.dashboard_url, "rahul")
+    goto(page, "Rollouts")
+    person_items = ["environment_recorded", "config_and_license", "memory_budget", "baseline_established",
+                    "kernel_support", "calibration_data"]
+    tick(page, person_items)
+    page.get_by_text("rollout tick: done").wait_for()
+    click(page, "Approve rollout")
+    outcome = page.get_by_text("rollout approve").first
+    outcome.wait_for()
+    assert "rollout approve: done" in outcome.inner_text(), outcome.inner_text()
+    page.get_by_text("progressing").first.wait_for()
+    keys = first_step_sessions(1.0)
+    assert served_until(stack, keys, {("candidate", CANDIDATE)}) == {("candidate", CANDIDATE)}
+    assert CANDIDATE in logged_deployments(stack, keys)
+    goto(page, "Audit")
+    goto(page, "Rollouts")  # again, now with the candidate's traffic in the guard charts
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(ARTIFACTS / "rollouts-progressing.png"), full_page=True)
+    logout(page)
+
+    # operator: one-click rollback with a confirm; the same sessions go back to the baseline
+    login(page, stack.dashboard_url, "olivia")
+    goto(page, "Rollouts")
     click(page, "⏪ Rollback")
     page.get_by_role("button", name="Confirm rollback").wait_for()
     click(page, "Confirm rollback")
@@ -131,6 +235,10 @@ def test_operator_reviewer_canary_flow(stack, browser):
         raise
     assert "rollout rollback: done" in outcome.inner_text(), outcome.inner_text()
     page.get_by_text("rolled-back").first.wait_for()
+    back = served_until(stack, keys, {("baseline", BASELINE)})
+    assert back == {("baseline", BASELINE)}, back  # pinned candidate sessions re-armed to the baseline
+    fresh = [f"after-{i}" for i in range(8)]
+    assert {dep for _, dep in (served(stack, k) for k in fresh)} == {BASELINE}
 
     for title in PAGES:
         goto(page, title)
