@@ -1,10 +1,16 @@
 """Form widgets for a policy draft: thresholds, rules (enabled, weight, keyword lists, condition), sessions,
 escalation and fleet warning. The draft is a plain dict (the YAML shape); widgets are keyed by a generation
-number, so replacing the draft (YAML applied, new base version) gives fresh widgets with the new values."""
+number, so replacing the draft (YAML applied, new base version) gives fresh widgets with the new values.
+
+Rows (thresholds, rules) carry a stable row id, given when the draft is set: widget keys and the slots that
+show validation issues use it, not the row's position. Removing a row shifts the positions in the list that
+is validated, so `thresholds[1]` in an issue may be the third row on screen; `slot_path` maps it back."""
 
 from __future__ import annotations
 
 import copy
+import re
+from itertools import count
 from typing import Any
 
 import streamlit as st
@@ -34,66 +40,104 @@ def split_words(text: str) -> list[str]:
     return [w.strip() for w in text.replace("\n", ",").split(",") if w.strip()]
 
 
-def issues_under(issues: list, prefix: str) -> list:
-    return [i for i in issues if i.path == prefix or i.path.startswith(prefix + ".") or i.path.startswith(prefix + "[")]
+ROWS = ("thresholds", "rules")
 
 
-def fill(slots: dict[str, Any], issues: list) -> list:
-    """Show each validation issue in the slot of the form part it belongs to (longest matching prefix);
-    returns the issues no slot took, for the summary."""
-    left = []
+def row_ids(draft: dict, ids: count) -> dict[str, list[int]]:
+    """Fresh stable ids for every row of the draft's lists (`ids` never repeats within a browser session)."""
+    return {section: [next(ids) for _ in draft.get(section) or []] for section in ROWS}
+
+
+def row_slot(section: str, rid: int) -> str:
+    return f"{section}[#{rid}]"
+
+
+def slot_path(path: str, kept: dict[str, list[int]]) -> str:
+    """An issue path of the validated draft, with its leading `section[k]` replaced by the slot of the row
+    that is k-th among the rows kept (not removed): `rules[2].when` -> `rules[#7].when`."""
+    for section, ids in kept.items():
+        m = re.match(rf"{re.escape(section)}\[(\d+)\]", path)
+        if m and int(m.group(1)) < len(ids):
+            return row_slot(section, ids[int(m.group(1))]) + path[m.end():]
+    return path
+
+
+def under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "[")
+
+
+def placements(slots: Any, issues: list, kept: dict[str, list[int]]) -> tuple[list[tuple[str, Any]], list]:
+    """(slot, issue) for each issue a slot owns (longest matching prefix, after mapping row positions to row
+    ids), and the issues no slot takes. Pure: `slots` only needs its keys."""
+    placed, left = [], []
     for i in issues:
-        owner = max((p for p in slots if issues_under([i], p)), key=len, default=None)
+        path = slot_path(i.path, kept)
+        owner = max((p for p in slots if under(path, p)), key=len, default=None)
         if owner is None:
             left.append(i)
         else:
-            slots[owner].error(f"`{i.path}`: {i.message}")
+            placed.append((owner, i))
+    return placed, left
+
+
+def fill(slots: dict[str, Any], issues: list, kept: dict[str, list[int]]) -> list:
+    """Show each validation issue in the slot of the form part it belongs to; returns the issues no slot took,
+    for the summary."""
+    placed, left = placements(slots, issues, kept)
+    for owner, i in placed:
+        slots[owner].error(f"`{i.path}`: {i.message}")
     return left
 
 
-def thresholds(draft: dict, gen: int, slots: dict) -> list[dict]:
+def thresholds(draft: dict, ids: list[int], gen: int, slots: dict) -> tuple[list[dict], list[int]]:
+    """The thresholds kept (not removed) and their row ids."""
     st.markdown("**Thresholds**: a score at or above *min score* requires at least that tier; below all of them "
                 f"the cheapest tier ({draft['tiers'][-1]['name'] if draft.get('tiers') else '?'}) is allowed.")
-    out = []
-    for i, th in enumerate(draft.get("thresholds", [])):
+    out, kept = [], []
+    for i, (rid, th) in enumerate(zip(ids, draft.get("thresholds", []))):
         c1, c2, c3 = st.columns([2, 2, 1])
-        score = c1.number_input(f"min score #{i + 1}", value=float(th["min_score"]), step=0.5, key=f"th{gen}_{i}_score")
+        score = c1.number_input(f"min score #{i + 1}", value=float(th["min_score"]), step=0.5,
+                                key=f"th{gen}_{rid}_score")
         tier = c2.selectbox(f"tier #{i + 1}", TIERS, index=TIERS.index(th["tier"]) if th["tier"] in TIERS else 0,
-                            key=f"th{gen}_{i}_tier")
-        if not c3.checkbox("remove", key=f"th{gen}_{i}_rm"):
+                            key=f"th{gen}_{rid}_tier")
+        if not c3.checkbox("remove", key=f"th{gen}_{rid}_rm"):
             out.append({"min_score": score, "tier": tier})
-        slots[f"thresholds[{i}]"] = st.container()
+            kept.append(rid)
+        slots[row_slot("thresholds", rid)] = st.container()
     slots["thresholds"] = st.container()
-    return out
+    return out, kept
 
 
-def rules(draft: dict, gen: int, slots: dict, previous: list) -> list[dict]:
-    out = []
-    for i, rule in enumerate(draft.get("rules", [])):
-        mine = issues_under(previous, f"rules[{i}]")  # last run's issues decide which rule opens
+def rules(draft: dict, ids: list[int], gen: int, slots: dict, previous: list[str]) -> tuple[list[dict], list[int]]:
+    """The rules kept (not removed) and their row ids. `previous`: last run's issue slot paths (they decide
+    which rules open)."""
+    out, kept = [], []
+    for i, (rid, rule) in enumerate(zip(ids, draft.get("rules", []))):
+        mine = [p for p in previous if under(p, row_slot("rules", rid))]
         label = f"{'⚠️ ' if mine else ''}{rule['name']}  (weight {rule['weight']:g}{'' if rule.get('enabled', True) else ', disabled'})"
         with st.expander(label, expanded=bool(mine)):
             r = copy.deepcopy(rule)
             c1, c2, c3 = st.columns([1, 1, 1])
-            r["enabled"] = c1.checkbox("enabled", value=rule.get("enabled", True), key=f"r{gen}_{i}_en")
-            r["weight"] = c2.number_input("weight", value=float(rule["weight"]), step=0.5, key=f"r{gen}_{i}_w")
-            remove = c3.checkbox("remove rule", key=f"r{gen}_{i}_rm")
-            r["description"] = st.text_input("description", value=rule.get("description", ""), key=f"r{gen}_{i}_d")
+            r["enabled"] = c1.checkbox("enabled", value=rule.get("enabled", True), key=f"r{gen}_{rid}_en")
+            r["weight"] = c2.number_input("weight", value=float(rule["weight"]), step=0.5, key=f"r{gen}_{rid}_w")
+            remove = c3.checkbox("remove rule", key=f"r{gen}_{rid}_rm")
+            r["description"] = st.text_input("description", value=rule.get("description", ""), key=f"r{gen}_{rid}_d")
             when_text = st.text_area("condition (YAML)", value=yaml.safe_dump(rule["when"], sort_keys=False,
                                                                                allow_unicode=True, width=100),
-                                     key=f"r{gen}_{i}_when", height=120)
+                                     key=f"r{gen}_{rid}_when", height=120)
             try:
                 r["when"] = yaml.safe_load(when_text)
             except yaml.YAMLError as e:
-                st.error(f"`rules[{i}].when`: not valid YAML: {e}")
+                st.error(f"`{rule['name']}` condition: not valid YAML: {e}")
             for path, kw in keyword_paths(r["when"]):
                 words = st.text_area(f"keywords at {path} (comma-separated)", value=", ".join(kw.get("any", [])),
-                                     key=f"r{gen}_{i}_{path}")
+                                     key=f"r{gen}_{rid}_{path}")
                 kw["any"] = split_words(words)
-            slots[f"rules[{i}]"] = st.container()
+            slots[row_slot("rules", rid)] = st.container()
         if not remove:
             out.append(r)
-    return out
+            kept.append(rid)
+    return out, kept
 
 
 def new_rule(gen: int) -> dict | None:

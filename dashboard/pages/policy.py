@@ -5,6 +5,7 @@ activate and rollback. Routing changes only when a reviewed version is activated
 from __future__ import annotations
 
 import copy
+from itertools import count
 
 import pandas as pd
 import streamlit as st
@@ -21,6 +22,8 @@ def _reset_draft(data_dict: dict, base: int) -> None:
     st.session_state["policy_draft"] = data_dict
     st.session_state["policy_base"] = base
     st.session_state["policy_gen"] = st.session_state.get("policy_gen", 0) + 1
+    ids = st.session_state.setdefault("policy_row_seq", count())
+    st.session_state["policy_rows"] = policy_form.row_ids(data_dict, ids)
 
 
 def validate(draft: dict) -> tuple[Policy | None, list[Issue]]:
@@ -52,29 +55,31 @@ def replay_summary(active: Policy, draft: Policy, rows: pd.DataFrame) -> dict:
 def _editor(store, active: Policy, versions: list[int]) -> None:
     base_choice = st.selectbox("Start from version", versions[::-1], index=versions[::-1].index(active.version),
                                format_func=lambda v: f"{v}{' (active)' if v == active.version else ''}")
-    if st.session_state.get("policy_base") != base_choice or "policy_draft" not in st.session_state:
+    if st.session_state.get("policy_base") != base_choice or "policy_rows" not in st.session_state:
         _reset_draft(policy_to_data(store.load(base_choice)), base_choice)
     draft0, gen = st.session_state["policy_draft"], st.session_state["policy_gen"]
-    previous = st.session_state.get("policy_issues", [])
+    rows = st.session_state["policy_rows"]
+    previous = st.session_state.get("policy_issue_slots", [])
     slots: dict = {}
+    kept: dict[str, list[int]] = {}
 
     tab_rules, tab_thresholds, tab_settings, tab_yaml = st.tabs(["Rules", "Thresholds", "Sessions & escalation", "YAML"])
     edited = copy.deepcopy(draft0)
     with tab_thresholds:
-        edited["thresholds"] = policy_form.thresholds(draft0, gen, slots)
-        if st.button("Add threshold"):
-            draft0.setdefault("thresholds", []).append({"min_score": 100.0, "tier": "fp16"})
-            _reset_draft(draft0, base_choice)
-            st.rerun()
+        edited["thresholds"], kept["thresholds"] = policy_form.thresholds(draft0, rows["thresholds"], gen, slots)
+        add_threshold = st.button("Add threshold")
     with tab_rules:
-        edited["rules"] = policy_form.rules(draft0, gen, slots, previous)
+        edited["rules"], kept["rules"] = policy_form.rules(draft0, rows["rules"], gen, slots, previous)
         rule = policy_form.new_rule(gen)
-        if rule is not None:
-            edited["rules"].append(rule)
-            _reset_draft(edited, base_choice)
-            st.rerun()
     with tab_settings:
         edited.update(policy_form.settings(draft0, gen, slots))
+    if add_threshold or rule is not None:  # after every tab read its widgets: the new draft keeps the edits
+        if add_threshold:
+            edited["thresholds"].append({"min_score": 100.0, "tier": "fp16"})
+        if rule is not None:
+            edited["rules"].append(rule)
+        _reset_draft(edited, base_choice)
+        st.rerun()
     with tab_yaml:
         text = st.text_area("Draft as YAML (edit and apply to replace the form values)",
                             value=yaml.safe_dump(edited, sort_keys=False, allow_unicode=True, width=110),
@@ -91,8 +96,8 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
                 st.error("a policy is a mapping of keys (version, tiers, rules, thresholds, ...)")
 
     policy, issues = validate(edited)
-    st.session_state["policy_issues"] = issues
-    left = policy_form.fill(slots, issues)
+    st.session_state["policy_issue_slots"] = [policy_form.slot_path(i.path, kept) for i in issues]
+    left = policy_form.fill(slots, issues, kept)
     if issues:
         st.error(f"{len(issues)} validation problem(s); each is shown next to its field:\n\n"
                  + "\n".join(f"- `{i.path or '(document)'}`: {i.message}" for i in issues))
