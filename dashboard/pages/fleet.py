@@ -38,7 +38,8 @@ def composition_warning(share: pd.DataFrame, top_tier: str, limit: float) -> str
 
 
 def _sample_queue(nodes: list[dict]) -> pd.DataFrame:
-    """Waiting requests per tier, sampled on every run while the page is open (the request log has no queue)."""
+    """Waiting requests per tier, sampled on every run of the fleet state (live: every refresh) while the page
+    is open (the request log has no queue)."""
     hist = st.session_state.setdefault("queue_samples", [])
     now = pd.Timestamp.now(tz="UTC")
     per_tier: dict[str, int] = {}
@@ -49,14 +50,24 @@ def _sample_queue(nodes: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(hist)
 
 
+LIVE_EVERY_S = 5
+
+
 def render() -> None:
+    """The controls run with the page; everything that shows fleet state is a fragment, which re-runs on its
+    own every LIVE_EVERY_S seconds while Live is on. Nothing sleeps in the script, so a click elsewhere on
+    the page (or in the navigation) is handled at once."""
     st.title("Fleet")
-    s = data.settings()
     c1, c2 = st.columns([1, 3])
     label = c1.selectbox("Window", list(WINDOWS), index=1)
+    live = c2.toggle(f"Live (refresh every {LIVE_EVERY_S} s)", value=False, key="fleet_live")
+    st.fragment(fleet_state, run_every=LIVE_EVERY_S if live else None)(label)
+
+
+def fleet_state(label: str) -> None:
+    """Nodes, composition warning, per-tier charts and shares over the chosen window."""
     window_s, bucket_s = WINDOWS[label]
-    if c2.toggle("Live (refresh every 5 s)", value=False):
-        st.session_state["fleet_live"] = True
+    s = data.settings()
     policy = data.store().active()
 
     nodes, why = data.router_call("nodes")
@@ -88,8 +99,3 @@ def render() -> None:
     if not share.empty:
         st.altair_chart(charts.tier_share(share, policy.fleet_warning.top_tier_share), width="stretch")
         st.dataframe(data.deployment_summary(s.db_url, window_s), hide_index=True, width="stretch")
-    if st.session_state.pop("fleet_live", False):
-        import time
-
-        time.sleep(5)
-        st.rerun()
