@@ -253,6 +253,7 @@ async def climb(stack: Stack, *, name: str, label: str, policy: Policy, traffic:
     tasks: list[asyncio.Task] = []
     raw: list[tuple[int, list[tuple[float, float, dict[str, float]]]]] = []
     running = 0
+    queue_note: str | None = None
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=2048)
     # Scrapes use their own client, so they never queue behind (or share a reset connection with) the load.
     async with httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=10.0), limits=limits) as client, \
@@ -280,8 +281,11 @@ async def climb(stack: Stack, *, name: str, label: str, policy: Policy, traffic:
             routed = max(now["requests"] - mark["requests"], 1.0)
             queued = (now["waits"] - mark["waits"] + now["no_capacity"] - mark["no_capacity"]) / routed
             mark = now
-            if queued >= ladder.queue_stop or verdict(step_result(conc, spans, results, node_tier, time_scale),
-                                                      slo) is not None:
+            if verdict(step_result(conc, spans, results, node_tier, time_scale), slo) is not None:
+                break
+            if queued >= ladder.queue_stop:
+                queue_note = (f"climb stopped after concurrency {conc}: {queued:.0%} of its requests waited at the "
+                              "router (queue begun)")
                 break
             if any(t.done() and t.exception() for t in tasks):
                 break
@@ -306,7 +310,8 @@ async def climb(stack: Stack, *, name: str, label: str, policy: Policy, traffic:
         if best is None or st.output_tok_s > steps[best].output_tok_s:
             best = i
     if stop_reason is None:
-        stop_reason = f"top of the ladder ({steps[-1].concurrency}) held the SLO: capacity is at least this"
+        stop_reason = queue_note or (f"top of the ladder ({steps[-1].concurrency}) held the SLO: capacity is at "
+                                     "least this")
     share, warn = top_tier_share(policy, traffic)
     return CapacityResult(
         name=name, label=label, time_scale=time_scale, slo=slo, steps=steps, capacity_index=best,
