@@ -37,7 +37,7 @@ def _buttons(svc, st_, model: str) -> None:
     me = ui.user()
     live = phase not in ("promoted", "rolled-back")
     if live and ui.can("rollout.rollback"):
-        if st.button("⏪ Rollback", type="primary", key=f"rb_{model}", width="stretch"):
+        if st.button("Rollback", icon=":material/undo:", type="primary", key=f"rb_{model}", width="stretch"):
             st.session_state["rollback_pending"] = model
         if st.session_state.get("rollback_pending") == model:
             st.error(f"Roll back the canary of {model}? All traffic returns to {st_.baseline} at once.")

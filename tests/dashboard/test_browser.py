@@ -9,6 +9,7 @@ baseline again. Screenshots of every page land in tests/artifacts/ (gitignored) 
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -216,6 +217,7 @@ def test_operator_reviewer_canary_flow(stack, browser):
     assert served_until(stack, keys, {("candidate", CANDIDATE)}) == {("candidate", CANDIDATE)}
     assert CANDIDATE in logged_deployments(stack, keys)
     goto(page, "Audit")
+    page.wait_for_timeout(5000)  # past the dashboard's 5 s query cache, which still holds the pre-step series
     goto(page, "Rollouts")  # again, now with the candidate's traffic in the guard charts
     page.wait_for_timeout(1500)
     page.screenshot(path=str(ARTIFACTS / "rollouts-progressing.png"), full_page=True)
@@ -224,7 +226,8 @@ def test_operator_reviewer_canary_flow(stack, browser):
     # operator: one-click rollback with a confirm; the same sessions go back to the baseline
     login(page, stack.dashboard_url, "olivia")
     goto(page, "Rollouts")
-    click(page, "⏪ Rollback")
+    idle(page)
+    page.get_by_role("button", name=re.compile(r"^(undo\s*)?Rollback$")).click()  # the icon is a ligature
     page.get_by_role("button", name="Confirm rollback").wait_for()
     click(page, "Confirm rollback")
     outcome = page.get_by_text("rollout rollback").first
@@ -239,6 +242,14 @@ def test_operator_reviewer_canary_flow(stack, browser):
     assert back == {("baseline", BASELINE)}, back  # pinned candidate sessions re-armed to the baseline
     fresh = [f"after-{i}" for i in range(8)]
     assert {dep for _, dep in (served(stack, k) for k in fresh)} == {BASELINE}
+
+    # Fleet with Live on: the fleet state re-runs on its own; the page stays usable (navigation below)
+    goto(page, "Fleet")
+    idle(page)
+    page.get_by_text("Live (refresh every 5 s)").click()
+    page.wait_for_timeout(6000)  # at least one refresh
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.get_by_role("heading", name="Nodes").wait_for()
 
     for title in PAGES:
         goto(page, title)
