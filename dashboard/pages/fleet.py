@@ -22,7 +22,8 @@ def nodes_frame(nodes: list[dict], quiescence_s: int) -> pd.DataFrame:
         until = started + timedelta(seconds=quiescence_s)
         rows.append({"node": n["key"], "deployment": n["deployment"], "tier": n["tier"], "hardware": n["hardware"],
                      "generation": n["generation"], "healthy": n["healthy"],
-                     "quiescent until": until.strftime("%H:%M:%S") if until > now else "",
+                     # only a re-registered node (generation > 1) is quiescent, as the router decides
+                     "quiescent until": until.strftime("%H:%M:%S") if n["generation"] > 1 and until > now else "",
                      "in-flight": n["inflight"], "waiting": n["waiting"],
                      "KV use": n.get("kv_usage"), "last error": n.get("last_error") or ""})
     return pd.DataFrame(rows)

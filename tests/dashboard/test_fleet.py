@@ -44,3 +44,15 @@ def test_live_on_renders_the_fleet_state_as_a_refreshing_fragment(stack, auto_re
     assert auto_reruns == [fleet.LIVE_EVERY_S] * 2  # still live after another control changed
     at.toggle(key="fleet_live").set_value(False).run(timeout=30)
     assert auto_reruns == [fleet.LIVE_EVERY_S] * 2  # off again: no further refresh requested
+
+
+def test_only_a_new_generation_shows_a_quiescence_deadline():
+    from datetime import datetime, timezone
+
+    from dashboard.pages.fleet import nodes_frame
+
+    now = datetime.now(timezone.utc).isoformat()
+    node = {"key": "n", "deployment": "d", "tier": "int4", "hardware": "a100-80g", "healthy": True,
+            "inflight": 0, "waiting": 0, "kv_usage": 0.1, "generation_started": now}
+    df = nodes_frame([{**node, "generation": 1}, {**node, "key": "m", "generation": 2}], quiescence_s=60)
+    assert df["quiescent until"].tolist()[0] == "" and df["quiescent until"].tolist()[1] != ""
