@@ -26,9 +26,6 @@ WAITING = "vllm:num_requests_waiting"
 RUNNING = "vllm:num_requests_running"
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # newer name first
 
-# Relative decode speed per hardware class when the fleet file gives none (A100 = 1.0).
-DEFAULT_SPEED = {"h100-80g": 1.6, "a100-80g": 1.0, "a100-40g": 1.0, "l40s-48g": 0.8, "rtx4090-24g": 0.7,
-                 "a10g-24g": 0.45, "l4-24g": 0.35}
 
 
 @dataclass(eq=False)
@@ -107,7 +104,7 @@ class Fleet:
         node = Node(key=key, url=str(reg.url).rstrip("/"), model=reg.model, deployment=reg.deployment,
                     tier=reg.tier, format=reg.format, method=reg.method, checksum=reg.checksum,
                     hardware=reg.hardware, vram_gb=reg.vram_gb,
-                    speed=speed or DEFAULT_SPEED.get(reg.hardware, 1.0),
+                    speed=speed or 1.0,  # unknown hardware: as fast as the reference (A100-80G); see admin.speed_for
                     max_inflight=self.max_inflight, max_waiting=self.max_waiting,
                     generation=generation, generation_started=started)
         if old is not None:

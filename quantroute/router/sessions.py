@@ -63,7 +63,7 @@ class PinStore:
         if pin is not None:
             if pin.expires > now:
                 pin.expires = now + ttl_s
-                if now - pin.touched > self.touch_interval_s:
+                if self.engine is not None and now - pin.touched > self.touch_interval_s:
                     pin.touched = now
                     self._spawn(self._touch(key, ttl_s))
                 return pin
