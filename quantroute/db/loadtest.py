@@ -11,6 +11,7 @@ from sqlalchemy import JSON, Column
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from quantroute.db.audit import utcnow
+from quantroute.loadtest.stats import StepFigures
 
 
 class LoadTestRun(SQLModel, table=True):
@@ -37,35 +38,16 @@ class LoadTestRun(SQLModel, table=True):
     out_dir: str = ""
 
 
-class LoadTestStep(SQLModel, table=True):
-    """The figures of one step (see quantroute.loadtest.stats.StepStats)."""
+class LoadTestStep(StepFigures, table=True):
+    """The figures of one step: StepFigures (shared with the load tester's StepStats) plus where it belongs."""
 
     __tablename__ = "loadtest_step"
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="loadtest_run.id", index=True)
-    index: int
-    concurrency: int | None = None
-    rate: float | None = None
-    window_s: float
-    requests: int
-    errors: int
-    error_rate: float
-    req_s: float
-    output_tok_s: float
-    ttft_p50_ms: float | None = None
-    ttft_p95_ms: float | None = None
-    itl_p50_ms: float | None = None
-    itl_p95_ms: float | None = None
-    tpot_p50_ms: float | None = None
-    tpot_p95_ms: float | None = None
-    e2e_p50_ms: float | None = None
-    e2e_p95_ms: float | None = None
-    e2e_p99_ms: float | None = None
     tiers: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     nodes: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     deployments: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     passed: bool
-    breach: str | None = None
 
 
 STEP_FIELDS = [c for c in LoadTestStep.model_fields if c not in ("id", "run_id", "passed")]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from pydantic import BaseModel, Field
+from sqlmodel import SQLModel
 
 from quantroute.traffic import RequestResult
 
@@ -38,8 +39,8 @@ class ClassStats(BaseModel):
     tiers: dict[str, int]
 
 
-class StepStats(BaseModel):
-    """What one step of the staircase measured."""
+class StepFigures(SQLModel):
+    """The scalar figures of one step: the one description shared by StepStats and the `loadtest_step` table."""
 
     index: int
     concurrency: int | None = None
@@ -48,7 +49,6 @@ class StepStats(BaseModel):
     requests: int
     errors: int
     error_rate: float
-    errors_by_status: dict[str, int] = Field(default_factory=dict)
     req_s: float
     output_tok_s: float
     ttft_p50_ms: float | None = None
@@ -60,11 +60,17 @@ class StepStats(BaseModel):
     e2e_p50_ms: float | None = None
     e2e_p95_ms: float | None = None
     e2e_p99_ms: float | None = None
+    breach: str | None = Field(default=None, description="Why the staircase stopped at this step, with figures")
+
+
+class StepStats(StepFigures):
+    """What one step of the staircase measured."""
+
+    errors_by_status: dict[str, int] = Field(default_factory=dict)
     tiers: dict[str, int] = Field(default_factory=dict)
     nodes: dict[str, int] = Field(default_factory=dict)
     deployments: dict[str, int] = Field(default_factory=dict)
     by_class: dict[str, ClassStats] = Field(default_factory=dict)
-    breach: str | None = Field(default=None, description="Why the staircase stopped at this step, with figures")
 
     @property
     def load(self) -> str:
