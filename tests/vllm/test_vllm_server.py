@@ -124,11 +124,21 @@ def test_metrics_names_and_labels(client, vllm_server):
         assert any(s.name == f"{hist}_count" and s.value >= 1 for s in fams[hist]), hist
 
 
-def test_waiting_gauge_moves_past_max_num_seqs(vllm_server):
-    """With --max-num-seqs 2, a burst of requests queues: the router's load signal is real. Bursts repeat
-    until one scrape lands mid-burst (a busy 2-core machine can delay a scrape), bounded by a deadline."""
+def queue_time(url: str) -> tuple[float, float]:
+    """(sum of seconds requests spent queued, number of requests) from vLLM's queue-time histogram."""
+    samples = metrics(url)["vllm:request_queue_time_seconds"]
+    pick = lambda suffix: next(s.value for s in samples if s.name.endswith(suffix))  # noqa: E731
+    return pick("_sum"), pick("_count")
+
+
+def test_requests_queue_past_max_num_seqs(vllm_server):
+    """With --max-num-seqs 2, a burst of 16 requests queues: the router's load signal is real.
+    Seen two ways: the `num_requests_waiting` gauge mid-burst (a scrape can miss it when the 2-core machine
+    starves vLLM's API process, so bursts repeat to a deadline), and the queue-time histogram, which vLLM
+    records per finished request and cannot be missed by scrape timing."""
     seen: list[tuple[float, float]] = []
-    deadline = time.monotonic() + 120
+    q_sum0, q_count0 = queue_time(vllm_server.url)
+    deadline = time.monotonic() + 60
     body = {"model": vllm_server.model, "prompt": "the router", "max_tokens": 400, "ignore_eos": True}
 
     def post():
@@ -143,9 +153,14 @@ def test_waiting_gauge_moves_past_max_num_seqs(vllm_server):
             seen.append((fams["vllm:num_requests_waiting"][0].value, fams["vllm:num_requests_running"][0].value))
         for t in burst:
             t.join()
-    assert any(w > 0 for w, _ in seen), seen
+    q_sum, q_count = queue_time(vllm_server.url)
+    assert q_count - q_count0 >= 16
+    # 16 requests of 400 tokens through 2 slots: most wait for several others to finish
+    assert q_sum - q_sum0 > 0.5, (q_sum - q_sum0, seen[-5:])
     assert max(r for _, r in seen) <= 2  # never more running than --max-num-seqs
     assert metrics(vllm_server.url)["vllm:num_requests_waiting"][0].value == 0  # drained
+    print(f"waiting gauge seen > 0 in {sum(w > 0 for w, _ in seen)} of {len(seen)} scrapes; "
+          f"queued {q_sum - q_sum0:.1f} s over {q_count - q_count0:.0f} requests")
 
 
 def test_node_inspect_on_the_tiny_model_says_fp16_tier(vllm_server):
