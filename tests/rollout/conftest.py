@@ -49,7 +49,10 @@ PERSON_ITEMS = [i.key for i in cl.ITEMS if not i.system and i.required]
 
 def policy_data(**canary_over) -> dict:
     canary = {"model": MODEL, "baseline": BASE, "candidate": CAND, "steps": [10, 50, 100], "percent": 0,
-              "guards": {"max_error_rate": 0.05, "max_p95_latency_ratio": 2.0, "max_ttft_ratio": 2.0,
+              # latency ratios at 3x: these tests measure real wall-clock latency on a busy 2-core machine,
+              # where a healthy candidate's p95 has been seen at 2.2x the baseline's; the latency-fault test adds
+              # 1.5 s to every candidate request, far beyond it
+              "guards": {"max_error_rate": 0.05, "max_p95_latency_ratio": 3.0, "max_ttft_ratio": 3.0,
                          "window_s": 120, "min_requests": 10, "require_eval_pass": True}}
     canary.update(canary_over)
     return {

@@ -75,7 +75,7 @@ def test_good_candidate_goes_from_gate_to_promoted(live, db_engine, store):
 
 
 @pytest.mark.parametrize("fault,guard", [({"error_rate": 0.3}, "error_rate"),
-                                         ({"extra_latency_ms": 800}, "p95_latency_ratio")])
+                                         ({"extra_latency_ms": 1500}, "p95_latency_ratio")])
 def test_bad_candidate_is_rolled_back_by_its_guard(live, sim, db_engine, store, fault, guard):
     url, svc = live
     set_faults(sim, "int4-v2", **fault)
