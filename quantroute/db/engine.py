@@ -39,6 +39,9 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     # writer contention into a short wait instead of "database is locked".
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
+    # In WAL mode NORMAL keeps every commit atomic and survives a process crash; only a power cut can lose the
+    # newest commits. It spares an fsync per commit, which the router's request-log writer pays many times a second.
+    cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
