@@ -3,6 +3,8 @@ staircase per arm; invariants (0 sensitive on INT4 by the classifier, 0 switches
 
 from pathlib import Path
 
+import pytest
+
 from quantroute.fleet import load_fleet
 from quantroute.loadtest import arms
 from quantroute.loadtest.experiment import Ladder, run_capacity
@@ -27,7 +29,7 @@ def test_tiered_staircase_keeps_sessions_on_one_tier_and_sensitive_requests_off_
     for s in b.steps:
         assert len(s.windows) == 2 and s.breach is None and s.errors == 0
         assert min(w.output_tok_s for w in s.windows) <= s.output_tok_s <= max(w.output_tok_s for w in s.windows)
-        assert s.output_tok_s == sum(s.tok_s_by_tier.values())
+        assert s.output_tok_s == pytest.approx(sum(s.tok_s_by_tier.values()), rel=1e-9)  # medians of sums
     assert set(b.capacity.tier_share) == {"fp16", "int4"} and b.capacity.tok_s_by_tier["int4"] > 0
     inv = b.invariants
     assert inv.sessions > 0 and inv.mid_session_switches == 0
