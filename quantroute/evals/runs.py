@@ -4,6 +4,8 @@ These are the functions the CLI and the dashboard call."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import asyncio
 import json
 import subprocess
@@ -59,15 +61,20 @@ def code_version() -> str:
         return "unknown"
 
 
-def pairs_from_rows(rows: list[db.EvalResult]) -> list[Pair]:
+def _arm_pairs(rows: list[db.EvalResult]) -> Iterator[tuple[str, db.EvalResult, db.EvalResult]]:
+    """(item id, baseline row, candidate row) for every item both arms answered."""
     by_item: dict[str, dict[str, db.EvalResult]] = {}
     for r in rows:
         by_item.setdefault(r.item_id, {})[r.arm] = r
-    pairs = []
     for item_id, arms in by_item.items():
         b, c = arms.get("baseline"), arms.get("candidate")
-        if b is None or c is None:
-            continue
+        if b is not None and c is not None:
+            yield item_id, b, c
+
+
+def pairs_from_rows(rows: list[db.EvalResult]) -> list[Pair]:
+    pairs = []
+    for item_id, b, c in _arm_pairs(rows):
         pairs.append(Pair(item_id=item_id, category=b.category, base_pass=b.passed, cand_pass=c.passed,
                           base_retry=b.needs_retry, cand_retry=c.needs_retry,
                           checks_validity=b.grader in VALIDITY_GRADERS, base_valid=b.valid, cand_valid=c.valid))
@@ -152,14 +159,8 @@ def start_run(**kwargs: Any) -> RunView:
 
 
 def _diffs(rows: list[db.EvalResult], *, only_candidate: bool) -> list[ItemDiff]:
-    by_item: dict[str, dict[str, db.EvalResult]] = {}
-    for r in rows:
-        by_item.setdefault(r.item_id, {})[r.arm] = r
     out = []
-    for item_id, arms in by_item.items():
-        b, c = arms.get("baseline"), arms.get("candidate")
-        if b is None or c is None:
-            continue
+    for item_id, b, c in _arm_pairs(rows):
         if (b.passed and not c.passed) if only_candidate else (c.passed and not b.passed):
             out.append(ItemDiff(item_id=item_id, category=b.category, baseline_answer=b.answer,
                                 candidate_answer=c.answer, baseline_detail=b.detail or b.error,
