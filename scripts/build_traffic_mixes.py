@@ -1,7 +1,7 @@
 """Assemble the traffic mixes in data/traffic/ (format: data/traffic/README.md).
 
 Sources, all hand-written: the labelled requests (data/requests/labelled.jsonl, class from their label), the
-chat / neutral / sensitive one-liners and long documents in scripts/traffic_parts.py, and the multi-turn
+chat / neutral / sensitive one-liners and long documents in scripts/traffic_parts.py and traffic_documents.py, and the multi-turn
 sessions there. This script only chooses sampling parameters, mixes, and enforces the fleet's limits
 (max_tokens <= 1500, prompt <= 4000 chars). Seeded, so the output is reproducible.
 
@@ -18,7 +18,9 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import traffic_documents as documents  # noqa: E402
 import traffic_parts as parts  # noqa: E402
+import traffic_sessions as session_parts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "llama3-8b"
@@ -111,9 +113,9 @@ def pool_lines(rng: random.Random, variant: int) -> dict[str, list[dict]]:
 def document_lines(rng: random.Random) -> list[dict]:
     """Tasks over the long documents: the mixes' prompts of 1,000-3,000 characters."""
     out = []
-    for sys_prompt, template, doc_name, cls, params in parts.DOCUMENT_TASKS:
+    for sys_prompt, template, doc_name, cls, params in documents.DOCUMENT_TASKS:
         body = {"model": MODEL, "messages": [{"role": "system", "content": sys_prompt}, {
-            "role": "user", "content": template.format(doc=parts.DOCUMENTS[doc_name])}], **params}
+            "role": "user", "content": template.format(doc=documents.DOCUMENTS[doc_name])}], **params}
         fit_max_tokens(rng, body, cls)
         out.append(line(body, cls))
     return out
@@ -177,14 +179,14 @@ def build_file(rng: random.Random, *, size: int, shares: dict[str, float], sessi
 
 def build_mixed(rng: random.Random) -> list[dict]:
     out = build_file(rng, size=300, shares={"tolerant": 0.60, "neutral": 0.15, "sensitive": 0.25},
-                     sessions=parts.SESSIONS, fixed=document_lines(rng), variant=1, max_chars=3000, min_chars=50)
+                     sessions=session_parts.SESSIONS, fixed=document_lines(rng), variant=1, max_chars=3000, min_chars=50)
     add_stream(rng, out, 0.3)
     return out
 
 
 def build_sensitive_heavy(rng: random.Random) -> list[dict]:
     # Pivot sessions with a single tolerant opener: enough to exercise pinning without diluting the mix.
-    chosen = [s for s in parts.SESSIONS if s["tag"] == "sensitive"
+    chosen = [s for s in session_parts.SESSIONS if s["tag"] == "sensitive"
               or (s["tag"] == "pivot" and sum(t["class"] == "tolerant" for t in s["turns"]) == 1)]
     fixed = [ln for ln in document_lines(rng) if ln["class"] == "sensitive"]
     out = build_file(rng, size=100, shares={"tolerant": 0.10, "neutral": 0.10, "sensitive": 0.80},
@@ -194,7 +196,7 @@ def build_sensitive_heavy(rng: random.Random) -> list[dict]:
 
 
 def build_chat_only(rng: random.Random) -> list[dict]:
-    chosen = [s for s in parts.SESSIONS if s.get("tag") == "tolerant"]
+    chosen = [s for s in session_parts.SESSIONS if s.get("tag") == "tolerant"]
     sessions = [session_lines(rng, s, f"s-{i + 1:04d}") for i, s in enumerate(chosen)]
     n_sessions = sum(map(len, sessions))
     pool = pool_lines(rng, variant=3)["tolerant"]
