@@ -43,16 +43,21 @@ nodes:
       deployment: {{model: {MODEL}, id: {CAND}, tier: int4, format: int4, method: awq}}}}
 """
 
+LATENCY_OFF = 1000.0
+LATENCY_GUARDS = {"max_error_rate": 0.05, "max_p95_latency_ratio": 3.0, "max_ttft_ratio": 3.0,
+                  "window_s": 120, "min_requests": 10, "require_eval_pass": True}
+
 # Everything a person must tick in these tests (the system knows the rest).
 PERSON_ITEMS = [i.key for i in cl.ITEMS if not i.system and i.required]
 
 
 def policy_data(**canary_over) -> dict:
     canary = {"model": MODEL, "baseline": BASE, "candidate": CAND, "steps": [10, 50, 100], "percent": 0,
-              # latency ratios at 3x: these tests measure real wall-clock latency on a busy 2-core machine,
-              # where a healthy candidate's p95 has been seen at 2.2x the baseline's; the latency-fault test adds
-              # 1.5 s to every candidate request, far beyond it
-              "guards": {"max_error_rate": 0.05, "max_p95_latency_ratio": 3.0, "max_ttft_ratio": 3.0,
+              # latency ratio guards effectively off: these tests send real requests on a busy 2-core machine, and
+              # a p95 over the candidate's ~30 requests is its second-slowest one, seen at 5.5x the baseline's
+              # with nothing wrong (CI). The latency guard's own test turns them on (LATENCY_GUARDS) and adds
+              # seconds to every candidate request.
+              "guards": {"max_error_rate": 0.05, "max_p95_latency_ratio": LATENCY_OFF, "max_ttft_ratio": LATENCY_OFF,
                          "window_s": 120, "min_requests": 10, "require_eval_pass": True}}
     canary.update(canary_over)
     return {
@@ -121,8 +126,9 @@ def sim():
 
 
 @pytest.fixture
-def policies(tmp_path: Path) -> Path:
-    write_v1(tmp_path / "policies", policy_data())
+def policies(request, tmp_path: Path) -> Path:
+    """Version 1 from `policy_data`; indirect parametrization passes canary overrides (e.g. guards)."""
+    write_v1(tmp_path / "policies", policy_data(**getattr(request, "param", {})))
     return tmp_path / "policies"
 
 
