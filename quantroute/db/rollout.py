@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Column, UniqueConstraint, update
+from sqlalchemy import JSON, Column, Index, UniqueConstraint, text, update
 from sqlmodel import Field, Session, SQLModel, select
 
 from quantroute.db.audit import utcnow
@@ -18,10 +18,19 @@ def _aware(dt: datetime | None) -> datetime | None:
     return dt if dt is None or dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
+# Phases of a rollout that still owns its model's canary (machine.Phase minus the terminal ones).
+LIVE_PHASES = ("gated", "awaiting-approval", "progressing", "paused")
+_LIVE = text("phase IN (%s)" % ", ".join(f"'{p}'" for p in LIVE_PHASES))
+
+
 class Rollout(SQLModel, table=True):
     """Status of one canary; written by the rollout service, read by the CLI and the dashboard."""
 
     __tablename__ = "rollout"
+    # At most one live rollout per model, enforced by the database: two people starting at once both pass the
+    # service's read-then-decide check, and only this index makes the second insert fail.
+    __table_args__ = (Index("uq_rollout_live_model", "model", unique=True, sqlite_where=_LIVE,
+                            postgresql_where=_LIVE),)
     id: int | None = Field(default=None, primary_key=True)
     model: str = Field(index=True)
     candidate: str = Field(index=True)

@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
+from sqlalchemy.exc import IntegrityError
 
 from quantroute.db import audit
 from quantroute.db import rollout as db
@@ -131,11 +132,19 @@ class RolloutService:
             raise RolloutRefused(out.reason, out.allowed)
         now = self.clock()
         with db_session(self.engine) as s:
-            row = db.create_rollout(session=s, rollout=db.Rollout(
-                model=model, candidate=candidate, baseline=spec.baseline, phase=out.state.phase.value,  # type: ignore[union-attr]
-                steps=list(spec.steps), started_at=now, updated_at=now, step_at=now, started_by=by,
-                target_concurrency=target_concurrency or self.target_concurrency,
-                start_version=policy.version, policy_version=policy.version, message=out.message))
+            try:
+                row = db.create_rollout(session=s, rollout=db.Rollout(
+                    model=model, candidate=candidate, baseline=spec.baseline, phase=out.state.phase.value,  # type: ignore[union-attr]
+                    steps=list(spec.steps), started_at=now, updated_at=now, step_at=now, started_by=by,
+                    target_concurrency=target_concurrency or self.target_concurrency,
+                    start_version=policy.version, policy_version=policy.version, message=out.message))
+            except IntegrityError:
+                # another start of this model committed after our read (the one-live-rollout index)
+                s.rollback()
+                other = self._row(model)
+                now_at = f"; it is {other.phase}, started by {other.started_by}" if other else ""
+                raise RolloutConflict(f"start refused: another rollout of {model!r} was started while you "
+                                      f"acted{now_at}. Nothing was done.") from None
             self._event(s, row, by, "start", None, 0.0, policy.version, policy.version, out.message)
             s.commit()
         return self.check_gate(model) if gate and gate.passing else self.status(model)

@@ -19,8 +19,10 @@ from quantroute.db.engine import session as db_session
 from quantroute.db.node import NodeRow, upsert_node
 from quantroute.db.policy_state import PolicyActivation
 from quantroute.db.request_log import RequestLog
+from quantroute.db.rollout import LIVE_PHASES, Rollout
 from quantroute.policy.store import PolicyStore, read_pointer
-from quantroute.rollout import traffic
+from quantroute.rollout import facts, traffic
+from quantroute.rollout.machine import Phase
 from quantroute.rollout.service import RolloutConflict, RolloutRefused, RolloutService
 
 from tests.rollout.conftest import (BASE, CAND, MODEL, PERSON_ITEMS, policy_data, record_eval, record_staircase,
@@ -220,3 +222,65 @@ def test_a_breach_found_while_a_person_rolls_back_leaves_one_rollback(progressin
     assert [e["action"] for e in st.events if not e["refused"]][-1] == "rollback"
     assert sum(e["action"] == "guard_breach" and not e["refused"] for e in st.events) == 0
     assert in_force(store) == 0
+
+
+def test_two_starts_at_once_make_one_rollout(store, engine, monkeypatch):
+    """Both starts read "no live rollout" before either writes; the database's one-live-rollout index lets one
+    insert through and the other gets a conflict naming who holds the model."""
+    record_eval(engine, passed=True)
+    barrier = threading.Barrier(2, timeout=30)
+    original = facts.eval_gate
+
+    waited: set[int] = set()
+
+    def gate_after_both_read(*a, **kw):  # start's own gate check only; opening the gate calls it again
+        if threading.get_ident() not in waited:
+            waited.add(threading.get_ident())
+            barrier.wait()
+        return original(*a, **kw)
+
+    monkeypatch.setattr(facts, "eval_gate", gate_after_both_read)
+    runs = [in_thread(lambda who=who: RolloutService(store).start(MODEL, candidate=CAND, by=who))
+            for who in ("ann", "ben")]
+    for t, _ in runs:
+        t.join(60)
+    outs = [out for _, out in runs]
+    won = [o["value"] for o in outs if "value" in o]
+    lost = [o["error"] for o in outs if "error" in o]
+    assert len(won) == 1 and len(lost) == 1, outs
+    assert isinstance(lost[0], RolloutConflict) and "another rollout of 'llama3-8b'" in lost[0].reason
+    assert f"started by {won[0].started_by}" in lost[0].reason
+    with db_session(engine) as s:
+        rows = s.exec(select(Rollout).where(Rollout.model == MODEL)).all()
+    assert [r.id for r in rows] == [won[0].id]
+    # the loser can act on the winner's rollout (it is an ordinary live rollout)
+    monkeypatch.setattr(facts, "eval_gate", original)
+    assert RolloutService(store).status(MODEL).phase == "awaiting-approval"
+
+
+def test_live_phases_are_the_machines_non_terminal_phases():
+    assert set(LIVE_PHASES) == {p.value for p in Phase if not p.terminal}
+
+
+def test_upgrading_closes_duplicate_live_rollouts_before_indexing(db_url):
+    """A database written before the index may hold two live rollouts of a model; the service acted on the
+    newest, so the upgrade keeps it and closes the older one, saying why."""
+    from alembic import command
+
+    eng = make_engine(db_url)
+    try:
+        command.upgrade(alembic_config(eng), "0602_rollout_target_concurrency")
+        now = utcnow()
+        with eng.begin() as c:
+            for who in ("alice", "bob"):
+                c.execute(text("INSERT INTO rollout (model, candidate, baseline, phase, step_index, percent, steps, "
+                               "started_at, updated_at, step_at, started_by, message, history, revision) VALUES "
+                               "(:m, :c, :b, 'progressing', 0, 10, '[10]', :t, :t, :t, :who, '', '[]', 0)"),
+                          {"m": MODEL, "c": CAND, "b": BASE, "t": now, "who": who})
+        init_db(eng)
+        with eng.connect() as c:
+            rows = c.execute(text("SELECT started_by, phase, aborted_reason FROM rollout ORDER BY id")).all()
+        assert rows[0][:2] == ("alice", "rolled-back") and "superseded by rollout" in rows[0][2]
+        assert tuple(rows[1]) == ("bob", "progressing", None)
+    finally:
+        eng.dispose()
