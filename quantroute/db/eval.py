@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, UniqueConstraint
+from sqlalchemy import JSON, Column, Text, UniqueConstraint
 from sqlmodel import Field, Session, SQLModel, select
 
 from quantroute.db.audit import utcnow
@@ -50,7 +50,7 @@ class EvalResult(SQLModel, table=True):
     arm: str  # baseline | candidate
     grader: str = ""  # grader type; json_valid/json_schema results count towards JSON/tool validity
     deployment: str = ""  # as the endpoint reported it in `model`
-    answer: str = ""
+    answer: str = Field(default="", sa_column=Column(Text, nullable=False))  # long answers: TEXT, not VARCHAR
     finish_reason: str | None = None
     passed: bool = False
     valid: bool = True
