@@ -20,9 +20,11 @@ from quantroute.tiers import TIER_ORDER
 class Issue:
     path: str
     message: str
+    line: int | None = None  # 1-based line in the YAML text, where the issue came from a file or a string
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
+        where = f"line {self.line}: " if self.line else ""
+        return f"{where}{self.path}: {self.message}" if self.path else f"{where}{self.message}"
 
 
 class PolicyValidationError(ValueError):
@@ -206,14 +208,40 @@ def validate_data(data: Any, source: str = "<policy>") -> Policy:
     return policy
 
 
+_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def locate(root: yaml.Node | None, path: str) -> int | None:
+    """The 1-based line of `path` (as `format_loc` writes it) in a composed YAML tree: the key's line for a
+    mapping entry, the item's line for a list element. A path into something missing (a required key, say)
+    stops at the deepest part that exists, which is where the fix goes."""
+    node, line = root, (root.start_mark.line + 1 if root is not None else None)
+    for name, index in _STEP.findall(path):
+        if isinstance(node, yaml.MappingNode) and name:
+            hit = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == name), None)
+            if hit is None:
+                break
+            line, node = hit[0].start_mark.line + 1, hit[1]
+        elif isinstance(node, yaml.SequenceNode) and index and int(index) < len(node.value):
+            node = node.value[int(index)]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
 def parse_policy(text: str, source: str = "<string>") -> Policy:
     try:
         data = yaml.safe_load(text)
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise PolicyValidationError(source, [Issue(where, f"not valid YAML: {getattr(e, 'problem', e)}")]) from None
-    return validate_data(data, source)
+    try:
+        return validate_data(data, source)
+    except PolicyValidationError as e:
+        raise PolicyValidationError(source, [Issue(i.path, i.message, locate(root, i.path)) for i in e.issues]) from None
 
 
 def load_policy(path: str | Path) -> Policy:

@@ -106,3 +106,31 @@ def test_cross_field_checks_still_run_when_some_items_are_broken_with_true_indic
     found = issues_of(d)
     assert "rules[0].when.all[0].temperature.max" in found
     assert found["rules[2].name"] == f"duplicate rule name {d['rules'][1]['name']!r} (also rules[1])"
+
+
+def test_issues_carry_the_yaml_line_of_what_they_name(tmp_path):
+    """Field errors, unknown keys, cross-field errors and missing keys each point at a line of the file."""
+    text = "surprise: true\n" + DEFAULT.read_text()
+    rules_at = text.splitlines().index("rules:") + 1
+    # a duplicate rule name (cross-field) and a typo'd key in a third rule
+    bad = text.replace("rules:\n", "rules:\n  - name: dup\n    weight: 1\n    when: {stream: true}\n"
+                                   "  - name: dup\n    weight: 1\n    when: {stream: true}\n"
+                                   "  - name: typo\n    weight: 1\n    when: {temperature: {maxx: 1}}\n", 1)
+    path = tmp_path / "policy-0002.yaml"
+    path.write_text(bad)
+    with pytest.raises(PolicyValidationError) as ei:
+        load_policy(path)
+    by_path = {i.path: i for i in ei.value.issues}
+    assert by_path["surprise"].line == 1
+    assert by_path["rules[2].when.temperature.maxx"].line == rules_at + 9
+    assert by_path["rules[1].name"].line == rules_at + 4
+    assert str(by_path["rules[1].name"]).startswith(f"line {rules_at + 4}: rules[1].name: duplicate rule name")
+    assert f"line {rules_at + 9}: rules[2].when.temperature.maxx: unknown key" in str(ei.value)
+
+
+def test_a_missing_key_points_at_its_parent():
+    with pytest.raises(PolicyValidationError) as ei:
+        parse_policy("version: 1\nauthor: a\ncreated_at: '2026-01-01T00:00:00Z'\nmessage: m\ntiers:\n"
+                     "  - deployments: {m: [m-1]}\n", "x.yaml")
+    missing = {i.path: i for i in ei.value.issues}["tiers[0].name"]
+    assert missing.message == "required key is missing" and missing.line == 6
