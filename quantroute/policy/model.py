@@ -40,6 +40,15 @@ class Range(Strict):
         return (self.min is None or x >= self.min) and (self.max is None or x <= self.max)
 
 
+def _bounded(r: Range, lo: float, hi: float, meaning: str) -> Range:
+    """A bound outside what the signal can take makes a rule that silently never (or always) fires."""
+    for side in ("min", "max"):
+        v = getattr(r, side)
+        if v is not None and not lo <= v <= hi:
+            raise ValueError(f"{side} {v:g} is outside {meaning}: valid {lo:g} to {hi:g}")
+    return r
+
+
 Scope = Literal["system", "user", "messages", "prompt", "last_user"]
 
 
@@ -73,7 +82,12 @@ class Keywords(Strict):
 class TemperatureCond(Strict):
     temperature: Range
     # Clients that omit temperature get the server default (1.0 for OpenAI-compatible servers).
-    default: float = 1.0
+    default: float = Field(default=1.0, ge=0, le=2)
+
+    @field_validator("temperature")
+    @classmethod
+    def _range(cls, r: Range) -> Range:
+        return _bounded(r, 0, 2, "the OpenAI API's temperature range")
 
 
 class KeywordsCond(Strict):
@@ -85,17 +99,38 @@ class OutputTokensCond(Strict):
 
     output_tokens: Range
 
+    @field_validator("output_tokens")
+    @classmethod
+    def _range(cls, r: Range) -> Range:
+        return _bounded(r, 0, math.inf, "a token count")
+
 
 class PriorityCond(Strict):
     priority: Range  # x-priority header, 1-10
+
+    @field_validator("priority")
+    @classmethod
+    def _range(cls, r: Range) -> Range:
+        return _bounded(r, 1, 10, "the x-priority header's range")
 
 
 class LatencyBudgetCond(Strict):
     latency_budget_ms: Range  # x-latency-budget-ms header
 
+    @field_validator("latency_budget_ms")
+    @classmethod
+    def _range(cls, r: Range) -> Range:
+        return _bounded(r, 0, math.inf, "a latency budget in milliseconds")
+
 
 class EntropyCond(Strict):
     entropy: Range  # Shannon entropy of the prompt's characters, bits per character
+
+    @field_validator("entropy")
+    @classmethod
+    def _range(cls, r: Range) -> Range:
+        # log2 of Unicode's 1.1M code points is about 20.1 bits per character
+        return _bounded(r, 0, 21, "bits per character")
 
 
 class ToolsCond(Strict):
@@ -111,6 +146,11 @@ class PromptCharsCond(Strict):
 
     prompt_chars: Range
     scope: Scope = "prompt"
+
+    @field_validator("prompt_chars")
+    @classmethod
+    def _range(cls, r: Range) -> Range:
+        return _bounded(r, 0, math.inf, "a character count")
 
 
 class StreamCond(Strict):

@@ -134,3 +134,16 @@ def test_a_missing_key_points_at_its_parent():
                      "  - deployments: {m: [m-1]}\n", "x.yaml")
     missing = {i.path: i for i in ei.value.issues}["tiers[0].name"]
     assert missing.message == "required key is missing" and missing.line == 6
+
+
+@pytest.mark.parametrize("kind,bounds,valid", [
+    ("temperature", {"max": -1}, "valid 0 to 2"), ("temperature", {"min": 2.5}, "valid 0 to 2"),
+    ("priority", {"min": 0}, "valid 1 to 10"), ("priority", {"max": 11}, "valid 1 to 10"),
+    ("output_tokens", {"min": -5}, "valid 0 to inf"), ("latency_budget_ms", {"max": -1}, "valid 0 to inf"),
+    ("entropy", {"min": 30}, "valid 0 to 21"), ("prompt_chars", {"max": -1}, "valid 0 to inf")])
+def test_a_bound_the_signal_cannot_take_is_refused(kind, bounds, valid):
+    """A rule whose range lies outside what its signal can be would silently never (or always) fire."""
+    d = base()
+    d["rules"][0]["when"] = {kind: bounds}
+    msg = issues_of(d)[f"rules[0].when.{kind}"]
+    assert f"{next(iter(bounds))} {next(iter(bounds.values())):g} is outside" in msg and valid in msg
