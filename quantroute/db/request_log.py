@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy import JSON, Column, Index
+from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
 
@@ -37,3 +39,32 @@ class RequestLog(SQLModel, table=True):
     error: str | None = None
     # parsed body + x- headers, for the dashboard's what-if replay (column added by migration 0501, users branch)
     replay: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+
+
+def _aware(dt: datetime) -> datetime:
+    # the column's type takes aware instants only (it stores UTC); a naive bound here means UTC
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def count_before(engine: Engine, before: datetime) -> int:
+    table = RequestLog.__table__  # type: ignore[attr-defined]
+    with engine.connect() as conn:
+        q = sa.select(sa.func.count()).select_from(table).where(table.c.ts < _aware(before))
+        return int(conn.execute(q).scalar_one())
+
+
+def prune_before(engine: Engine, before: datetime, *, batch: int = 10_000) -> int:
+    """Delete request_log rows that arrived before `before`, `batch` rows per transaction, so the router's
+    writer (and SQLite's single writer lock) waits at most one short batch. The per-minute rollup keeps
+    their counts: prune it separately (request_stats.prune_before). Returns the number of rows deleted."""
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    table = RequestLog.__table__  # type: ignore[attr-defined]
+    total = 0
+    while True:
+        with engine.begin() as conn:
+            ids = sa.select(table.c.id).where(table.c.ts < _aware(before)).order_by(table.c.id).limit(batch)
+            n = conn.execute(sa.delete(table).where(table.c.id.in_(ids.scalar_subquery()))).rowcount
+        total += n
+        if n < batch:
+            return total

@@ -132,3 +132,9 @@ def rebuild_minute_stats(*, conn: Connection) -> int:
     conn.execute(sa.text(f"INSERT INTO request_stats_minute ({cols}) "
                          f"SELECT {cols} FROM ({rollup_select_sql(conn.dialect.name)}) r"))
     return int(conn.execute(sa.text("SELECT COUNT(*) FROM request_stats_minute")).scalar_one())
+
+
+def prune_before(*, conn: Connection, before: datetime) -> int:
+    """Delete rollup minutes that start before `before` (the dashboard's longest windows read these)."""
+    return int(conn.execute(sa.text("DELETE FROM request_stats_minute WHERE minute < :m"),
+                            {"m": epoch_minute(before)}).rowcount)
