@@ -87,6 +87,18 @@ def in_thread(fn: Callable[[], object]) -> tuple[threading.Thread, dict]:
     return t, out
 
 
+def one_wins(*actions: Callable[[], object]) -> tuple[object, Exception]:
+    """Run the actions in threads at once; exactly one must return and one raise. (value, error)."""
+    runs = [in_thread(fn) for fn in actions]
+    for t, _ in runs:
+        t.join(60)
+    outs = [out for _, out in runs]
+    won = [o["value"] for o in outs if "value" in o]
+    lost = [o["error"] for o in outs if "error" in o]
+    assert len(won) == 1 and len(lost) == 1, outs
+    return won[0], lost[0]
+
+
 def activations(engine) -> list[int]:
     with db_session(engine) as s:
         return [a.version for a in s.exec(select(PolicyActivation).order_by(PolicyActivation.id))]
@@ -101,15 +113,9 @@ def in_force(store: PolicyStore) -> float:
 def test_two_steps_from_the_same_state_advance_once(progressing, store, engine):
     barrier = threading.Barrier(2, timeout=30)
     actors = [HeldService(store, barrier.wait) for _ in range(2)]
-    runs = [in_thread(lambda svc=svc, who=who: svc.step(MODEL, by=who)) for svc, who in zip(actors, ("ann", "ben"))]
-    for t, _ in runs:
-        t.join(60)
-    outs = [out for _, out in runs]
-    won = [o["value"] for o in outs if "value" in o]
-    lost = [o["error"] for o in outs if "error" in o]
-    assert len(won) == 1 and len(lost) == 1, outs
-    assert isinstance(lost[0], RolloutConflict) and "changed while you acted" in lost[0].reason
-    assert "now progressing at 50%" in lost[0].reason
+    _, lost = one_wins(*(lambda svc=svc, who=who: svc.step(MODEL, by=who) for svc, who in zip(actors, ("ann", "ben"))))
+    assert isinstance(lost, RolloutConflict) and "changed while you acted" in lost.reason
+    assert "now progressing at 50%" in lost.reason
     st = progressing.status(MODEL)
     assert (st.phase, st.step_index, st.percent) == ("progressing", 1, 50)
     steps = [e for e in st.events if e["action"] == "step"]
@@ -240,19 +246,13 @@ def test_two_starts_at_once_make_one_rollout(store, engine, monkeypatch):
         return original(*a, **kw)
 
     monkeypatch.setattr(facts, "eval_gate", gate_after_both_read)
-    runs = [in_thread(lambda who=who: RolloutService(store).start(MODEL, candidate=CAND, by=who))
-            for who in ("ann", "ben")]
-    for t, _ in runs:
-        t.join(60)
-    outs = [out for _, out in runs]
-    won = [o["value"] for o in outs if "value" in o]
-    lost = [o["error"] for o in outs if "error" in o]
-    assert len(won) == 1 and len(lost) == 1, outs
-    assert isinstance(lost[0], RolloutConflict) and "another rollout of 'llama3-8b'" in lost[0].reason
-    assert f"started by {won[0].started_by}" in lost[0].reason
+    won, lost = one_wins(*(lambda who=who: RolloutService(store).start(MODEL, candidate=CAND, by=who)
+                            for who in ("ann", "ben")))
+    assert isinstance(lost, RolloutConflict) and "another rollout of 'llama3-8b'" in lost.reason
+    assert f"started by {won.started_by}" in lost.reason
     with db_session(engine) as s:
         rows = s.exec(select(Rollout).where(Rollout.model == MODEL)).all()
-    assert [r.id for r in rows] == [won[0].id]
+    assert [r.id for r in rows] == [won.id]
     # the loser can act on the winner's rollout (it is an ordinary live rollout)
     monkeypatch.setattr(facts, "eval_gate", original)
     assert RolloutService(store).status(MODEL).phase == "awaiting-approval"
