@@ -28,7 +28,7 @@ class RequestLog(SQLModel, table=True):
     policy_version: int | None = None
     rules: list[Any] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     score: float | None = None
-    status: int
+    status: int  # what the client got; a stream cut after its 200 headers (ended by an error event) is a 502
     stream: bool = False
     latency_ms: float
     ttft_ms: float | None = None

@@ -159,6 +159,9 @@ class Forwarder:
             out.error = f"stream broken: {e}"
             self._count(node, "timeout" if out.timed_out else "stream")
             err = UpstreamFailed(f"{node.key}: {e}", code="upstream_timeout" if out.timed_out else None)
+            # Logged and counted as the 502 it is (the 200 in the headers described a stream that then
+            # failed), so the fleet's error rates, the rollup and the canary guards all see it.
+            out.status = err.status
             sep = b"" if not last or last.endswith(b"\n\n") else b"\n\n"  # close a half-sent event first
             await send({"type": "http.response.body", "body": sep + b"data: " + err.body() + b"\n\n",
                         "more_body": True})

@@ -74,3 +74,6 @@ def test_stalled_upstream_ends_stream_with_error_event_and_non_stream_with_502(m
 
         metrics = httpx.get(url + "/metrics").text
         assert 'quantroute_upstream_errors_total{kind="timeout",tier="int4"} 2.0' in metrics
+        # the broken stream counts as the 502 it ended as, like the non-streamed one (not as its 200 headers)
+        assert f'quantroute_requests_total{{arm="",deployment="{STALL}",status="502",tier="int4"}} 2.0' in metrics
+        assert f'deployment="{STALL}",status="200"' not in metrics
