@@ -96,7 +96,9 @@ class RequestLogWriter:
     def _prepare(self) -> None:
         dialect = self.engine.dialect
         table = RequestLog.__table__
-        self._procs = [(c, table.c[c].type.bind_processor(dialect)) for c in COLUMNS]
+        # dialect_impl: the generic JSON type has no bind processor for psycopg (a dict would reach the driver
+        # as is and fail); PostgreSQL's own JSON type wraps it
+        self._procs = [(c, table.c[c].type.dialect_impl(dialect).bind_processor(dialect)) for c in COLUMNS]
         mark = "?" if dialect.paramstyle == "qmark" else "%s"
         self._sql = (f"INSERT INTO {table.name} ({', '.join(COLUMNS)}) "
                      f"VALUES ({', '.join([mark] * len(COLUMNS))})")
