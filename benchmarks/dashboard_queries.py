@@ -1,16 +1,22 @@
-"""The dashboard's queries at 10 k / 100 k / 1 M request_log rows (SQLite, temp file), median of 3 runs each.
+"""The dashboard's queries at 10 k / 100 k / 1 M request_log rows, median of 3 runs each, on SQLite (temp file)
+or on PostgreSQL (a scratch database created on the server given, dropped afterwards).
 
     python benchmarks/dashboard_queries.py [--sizes 10000,100000,1000000]
+                                           [--db postgresql+psycopg://postgres@127.0.0.1:5432/test]
 
 Rows are spread over the last 24 h with realistic tiers, deployments, arms and sessions and are written the
 way the router writes them: its RequestLogWriter's batch insert (500 rows, in time order like live traffic)
 which also upserts the per-minute rollup in the same transaction, so the fill reports what the rollup costs
 the writer. Window queries run on both paths (raw request_log and the rollup); the table prints seconds, the
-ratio to the 10 k baseline, and raw/rollup speed-ups. The pages' default window is 15 min (raw path)."""
+ratio to the 10 k baseline, and raw/rollup speed-ups. The pages' default window is 15 min (raw path).
+Last, retention: `quantroute db prune`'s batched delete of the older half of the rows, in rows per second,
+and the 24 h queries again afterwards."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import random
 import statistics
 import sys
@@ -23,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dashboard import queries  # noqa: E402
 from quantroute.db.audit import utcnow  # noqa: E402
+from quantroute.db import request_log  # noqa: E402
 from quantroute.db.engine import init_db, make_engine  # noqa: E402
 from quantroute.router import requestlog  # noqa: E402
 
@@ -59,7 +66,11 @@ def fill(engine, n: int, start: int) -> dict[str, float]:
                      "policy_version": 1, "rules": [], "score": 0.0, "status": 200 if rnd.random() > 0.01 else 503,
                      "stream": False, "latency_ms": rnd.uniform(50, 2000), "ttft_ms": rnd.uniform(10, 300),
                      "prompt_tokens": 100, "completion_tokens": rnd.randint(10, 800), "retries": 0,
-                     "escalated": False, "error": None, "replay": None})
+                     "escalated": False, "error": None,
+                     # the router logs what the what-if replay needs for every routed request
+                     "replay": {"body": {"model": "llama3-8b", "temperature": rnd.choice([0.0, 0.7, 1.0]),
+                                         "messages": [{"role": "user", "content": f"request {i}"}]},
+                                "headers": {}}})
     agg, ups = Timed(requestlog.minute_stats), Timed(requestlog.upsert_minute_stats)
     requestlog.minute_stats, requestlog.upsert_minute_stats = agg, ups
     try:
@@ -105,18 +116,49 @@ def timed(fn, engine) -> float:
     return statistics.median(runs)
 
 
+@contextlib.contextmanager
+def scratch_db(server_url: str | None):
+    """A URL of an empty database: a temp SQLite file, or a new database on the PostgreSQL server given."""
+    if not server_url:
+        with tempfile.TemporaryDirectory() as d:
+            yield f"sqlite:///{d}/bench.db"
+        return
+    from sqlalchemy.engine import make_url
+
+    admin_url = make_url(server_url)
+    name = f"quantroute_bench_{os.getpid()}"
+    admin = make_engine(admin_url.render_as_string(hide_password=False)).execution_options(isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    try:
+        yield admin_url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as c:
+            c.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,100000,1000000")
-    sizes = [int(x) for x in ap.parse_args().sizes.split(",")]
-    with tempfile.TemporaryDirectory() as d:
-        engine = make_engine(f"sqlite:///{d}/bench.db")
+    ap.add_argument("--db", default=None, help="a PostgreSQL server URL (a scratch database is made on it); "
+                                                 "default: SQLite in a temp file")
+    args = ap.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    with scratch_db(args.db) as url:
+        engine = make_engine(url)
+        print(f"database: {engine.dialect.name}", flush=True)
         init_db(engine)
         results: dict[int, dict[str, float]] = {}
         have = 0
         for n in sizes:
             f = fill(engine, n, have)
             have = n
+            if engine.dialect.name == "postgresql":
+                # autovacuum would analyze the table after a bulk insert like this; don't time plans made
+                # without statistics
+                with engine.begin() as c:
+                    c.exec_driver_sql("ANALYZE request_log; ANALYZE request_stats_minute")
             with engine.connect() as c:
                 minutes = c.exec_driver_sql("SELECT COUNT(*) FROM request_stats_minute").scalar_one()
             print(f"filled {n:,} rows: +{f['rows']:,} through the writer in {f['total']:.1f} s "
@@ -135,6 +177,17 @@ def main() -> None:
             cells = "".join(f"{results[n][name + ' [raw]'] / max(results[n][name + ' [rollup]'], 1e-9):>15.1f}x"
                             for n in sizes)
             print(f"{name:<34}{cells}")
+
+        # retention: the older half of the rows (12 h of the 24 h), in the CLI's batches
+        cut = utcnow() - timedelta(hours=12)
+        t = time.perf_counter()
+        deleted = request_log.prune_before(engine, cut, batch=10_000)
+        took = time.perf_counter() - t
+        print(f"\nretention: pruned {deleted:,} of {sizes[-1]:,} rows in {took:.1f} s "
+              f"({deleted / max(took, 1e-9):,.0f} rows/s, batches of 10,000)")
+        for name in ("tier_share 24h [rollup]", "tier_timeseries 24h/900s [rollup]", "tier_share 15m"):
+            print(f"  after prune {name:<34}{timed(QUERIES[name], engine):>9.4f} s")
+        engine.dispose()
 
 
 if __name__ == "__main__":
