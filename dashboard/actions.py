@@ -15,8 +15,7 @@ from quantroute.db.engine import session as open_session
 from quantroute.db.session_pin import delete_pin
 from quantroute.policy.model import Policy
 from quantroute.policy.store import PolicyStore
-
-from dashboard.router_api import RouterAdmin
+from quantroute.router.admin_client import RouterAdmin
 
 
 # ---- policy versions -------------------------------------------------------------------------------------
@@ -87,10 +86,9 @@ _PERMISSION = {"tick": "rollout.approve", "check_gate": "rollout.start"}
 
 
 def rollout_service(store: PolicyStore, router_url: str | None, token: str | None):
-    from quantroute.rollout import facts
     from quantroute.rollout.service import RolloutService
 
-    admin = facts.RouterAdmin([router_url], token) if router_url and token else None
+    admin = RouterAdmin(router_url, token) if router_url and token else None
     return RolloutService(store, router=admin)
 
 

@@ -10,9 +10,9 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from dashboard import queries
-from dashboard.router_api import RouterAdmin, RouterUnavailable
 from dashboard.settings import DashboardSettings
 from quantroute.policy.store import PolicyStore
+from quantroute.router.admin_client import RouterAdmin, RouterUnavailable
 
 TTL_S = 5
 

@@ -14,7 +14,9 @@ class DashboardSettings(BaseSettings):
 
     db_url: str | None = Field(default=None, description="SQLAlchemy URL; default $DATABASE_URL or data/quantroute.db")
     policies_dir: Path = Path("policies")
-    router_url: str | None = Field(default=None, description="Router base URL for the admin API, e.g. http://127.0.0.1:8080")
+    router_url: str | None = Field(default=None, description=(
+        "Base URL of the router's admin API, e.g. http://127.0.0.1:8080; replicas comma-separated (reads merge "
+        "their views, an unpin reaches every replica's cache)"))
     admin_token: str | None = Field(default=None, description="The router's admin bearer token")
     eval_suite: Path = Path("data/evals/smoke.jsonl")
     eval_runs_dir: Path = Path("data/evals/runs")

@@ -192,6 +192,9 @@ def render() -> None:
     live, why = data.router_call("policy")
     st.caption(f"Active version **{active.version}** by {active.author}: {active.message}"
                + (f" · router serving version **{live['version']}**" if live else f" · router: {why}"))
+    if live and len(set(live["replicas"].values())) > 1:  # replicas converge within their reload interval
+        st.warning("router replicas serve different versions: "
+                   + ", ".join(f"{url} v{v}" for url, v in live["replicas"].items()))
     tab_edit, tab_hist = st.tabs(["Edit draft", "History, approve, activate, rollback"])
     with tab_edit:
         _editor(store, active, store.versions())

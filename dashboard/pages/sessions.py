@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import actions, data, ui
-from dashboard.router_api import counter_by_label
+from quantroute.router.admin_client import counter_by_label
 
 
 def filter_pins(pins: pd.DataFrame, *, search: str = "", tiers: list[str] | None = None,

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-import httpx
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
@@ -16,6 +15,7 @@ from quantroute.db.node import list_nodes
 from quantroute.db.request_log import RequestLog
 from quantroute.policy.model import CanarySpec, Policy
 from quantroute.rollout.checklist import Fact
+from quantroute.router.admin_client import RouterAdmin, RouterUnavailable
 from quantroute.rollout.guards import ArmStats, arm_stats
 
 COVERAGE = {"math": ("math",), "code": ("code",), "tool calling/JSON": ("json", "structured"),
@@ -83,42 +83,13 @@ def arm_window(engine: Engine, *, model: str, deployment: str, start: datetime, 
     return arm_stats(rows)  # type: ignore[arg-type]
 
 
-class RouterAdmin:
-    """The router replicas' admin API (node health, session pins). Optional: without it the node table
-    stands in and health is unknown."""
-
-    def __init__(self, urls: list[str], token: str, *, transport: httpx.BaseTransport | None = None,
-                 timeout: float = 5.0) -> None:
-        self.urls = [u.rstrip("/") for u in urls]
-        self.client = httpx.Client(headers={"authorization": f"Bearer {token}"}, timeout=timeout,
-                                   transport=transport)
-
-    def nodes(self) -> list[dict]:
-        out: dict[str, dict] = {}
-        for url in self.urls:
-            for n in self.client.get(f"{url}/admin/nodes").raise_for_status().json()["nodes"]:
-                prev = out.get(n["key"])
-                out[n["key"]] = n if prev is None else {**n, "healthy": prev["healthy"] and n["healthy"]}
-        return list(out.values())
-
-    def unpin(self, key: str) -> None:
-        """Drop one session pin from every replica's cache (and the shared table)."""
-        for url in self.urls:
-            r = self.client.delete(f"{url}/admin/sessions/{key}")
-            if r.status_code not in (200, 404):
-                r.raise_for_status()
-
-    def close(self) -> None:
-        self.client.close()
-
-
 def node_facts(engine: Engine, router: RouterAdmin | None, spec: CanarySpec) -> dict[str, Fact]:
     """baseline_healthy and isolated_node, from the router when there is one, else the node table."""
     if router is not None:
         try:
             nodes = router.nodes()
             source = "router"
-        except httpx.HTTPError as e:
+        except RouterUnavailable as e:
             nodes, source = None, f"router admin API unreachable ({e})"
     else:
         nodes, source = None, "no router admin API configured"

@@ -41,6 +41,7 @@ from quantroute.rollout import facts, machine, traffic, versions
 from quantroute.rollout.guards import GuardVerdict, Window, evaluate
 from quantroute.rollout.machine import Phase
 from quantroute.rollout.pins import release_candidate_pins
+from quantroute.router.admin_client import RouterAdmin
 
 SYSTEM = traffic.SYSTEM  # author of the policy versions a rollout writes
 GUARD_ACTOR = "rollout-guard"
@@ -89,7 +90,7 @@ class RolloutStatus(BaseModel):
 
 
 class RolloutService:
-    def __init__(self, store: PolicyStore, *, router: facts.RouterAdmin | None = None,
+    def __init__(self, store: PolicyStore, *, router: RouterAdmin | None = None,
                  clock: Callable[[], datetime] = utcnow, target_concurrency: int | None = None) -> None:
         self.store = store
         self.engine = store.engine

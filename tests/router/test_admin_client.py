@@ -1,0 +1,72 @@
+"""The admin client over two router replicas sharing PostgreSQL (each with its own pin cache and probes):
+reads merge both views, an unpin reaches both caches, a replica that is down is named, and both replicas'
+request logs land in the one database."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from sqlalchemy import text
+
+from quantroute.db.engine import make_engine
+from quantroute.router.admin_client import RouterAdmin, RouterUnavailable, counter_by_label, split_urls
+from tests.router.conftest import SENSITIVE, TOKEN, TOLERANT, chat, router_at
+
+
+def test_split_urls_takes_a_list_or_a_comma_separated_string():
+    assert split_urls("http://a:1/, http://b:2") == ["http://a:1", "http://b:2"]
+    assert split_urls(["http://a:1"]) == ["http://a:1"]
+    with pytest.raises(ValueError, match="at least one base URL"):
+        split_urls(" , ")
+
+
+@pytest.mark.postgres
+def test_two_replicas_through_one_client(make_settings, pg_url):
+    with router_at(make_settings(db_url=pg_url)) as (u1, _), router_at(make_settings(db_url=pg_url)) as (u2, _):
+        # one session through both replicas: pinned to int4 by its first (tolerant) turn, so both caches hold it
+        assert chat(u1, TOLERANT, session="s-shared").headers["x-quantroute-tier"] == "int4"
+        assert chat(u2, SENSITIVE, session="s-shared").headers["x-quantroute-tier"] == "int4"
+        client = RouterAdmin(f"{u1},{u2}", TOKEN)
+        try:
+            assert [p["session_key"] for p in client.sessions()] == ["s-shared"]
+            served = counter_by_label(client.metrics_text(), "quantroute_requests_total", "tier")
+            assert served == {"int4": 2.0}  # one request on each replica, summed
+            assert client.policy()["replicas"] == {u1: 1, u2: 1}
+            assert {n["key"] for n in client.nodes()} and all(n["healthy"] for n in client.nodes())
+
+            assert client.unpin("s-shared") is True
+            # replica 2 forgot its cached pin too: the sensitive turn now pins the session afresh at fp16
+            assert chat(u2, SENSITIVE, session="s-shared").headers["x-quantroute-tier"] == "fp16"
+            assert client.unpin("never-pinned") is False
+        finally:
+            client.close()
+
+        engine = make_engine(pg_url)
+        try:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # the writers flush in batches, off the request path
+                with engine.connect() as c:
+                    n = c.execute(text("SELECT COUNT(*) FROM request_log WHERE session_key = 's-shared'")).scalar_one()
+                if n == 3:
+                    break
+                time.sleep(0.1)
+            assert n == 3
+            with engine.connect() as c:
+                replay = c.execute(text("SELECT replay FROM request_log WHERE tier = 'fp16'")).scalar_one()
+            assert replay["body"]["messages"] == SENSITIVE and replay["headers"]["x-session-id"] == "s-shared"
+        finally:
+            engine.dispose()
+
+        # replica 2 stops: reads and the unpin name it; the unpin still reached replica 1
+        chat(u1, TOLERANT, session="s-second")
+        dead = f"{u2.rsplit(':', 1)[0]}:1"
+        client = RouterAdmin([u1, dead], TOKEN, timeout_s=1)
+        try:
+            with pytest.raises(RouterUnavailable, match=f"router at {dead} unreachable"):
+                client.sessions()
+            with pytest.raises(RouterUnavailable, match="did not reach every replica"):
+                client.unpin("s-second")
+            assert "s-second" not in {p["session_key"] for p in RouterAdmin(u1, TOKEN).sessions()}
+        finally:
+            client.close()
