@@ -18,7 +18,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 demo: $(STAMP)
-	$(BIN)/python -m quantroute.demo
+	$(BIN)/python -m quantroute.demo $(DEMO_ARGS)
 
 # The fleet experiment has its own target (it runs for several minutes).
 bench: $(STAMP)

@@ -1,13 +1,15 @@
 """`make demo`: the whole product on one laptop, on free ports, stopped cleanly by Ctrl-C.
 
 Copies policies/ into .demo/ (gitignored), starts the simulated fleet (data/fleet.yaml), the router (that
-policies dir, a SQLite DB under .demo/), background traffic replaying data/traffic/mixed.jsonl (multi-turn
+policies dir, a SQLite DB under .demo/; or `--db` a PostgreSQL server, where it makes a fresh schema
+`quantroute_demo`, and `--replicas N` router replicas sharing it), background traffic replaying data/traffic/mixed.jsonl (multi-turn
 sessions included), seeds eval runs (int4 vs fp16, fp8 vs fp16 and the canary candidate vs its baseline, golden
 suite) and a short staircase load test of the canary candidate, creates one user per role and starts the
 dashboard. Every child runs in its own process group; on exit each group is terminated
 and waited for, so nothing is left behind.
 
     python -m quantroute.demo [--dir .demo] [--dashboard-port 8501] [--no-evals] [--time-scale 0.25]
+                              [--db postgresql+psycopg://postgres@127.0.0.1:5432/test] [--replicas 2]
 """
 
 from __future__ import annotations
@@ -41,15 +43,43 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+DEMO_SCHEMA = "quantroute_demo"
+
+
 @dataclass
 class Stack:
     dir: Path
     db_url: str
-    router_url: str
+    router_url: str  # the first replica (evals and seeds go through it)
     dashboard_url: str | None
     admin_token: str
     logins: dict[str, tuple[str, str]]  # name -> (role, password)
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    router_urls: list[str] = field(default_factory=list)  # every replica
+
+
+def fresh_schema_url(server_url: str, schema: str = DEMO_SCHEMA) -> str:
+    """A URL on the PostgreSQL server `server_url` whose tables live in `schema`, dropped and made anew (the
+    demo starts from nothing each time, like its SQLite file). Refuses anything but PostgreSQL."""
+    from sqlalchemy import text
+    from sqlalchemy.engine import make_url
+
+    from quantroute.db.engine import make_engine
+
+    url = make_url(server_url)
+    if url.get_backend_name() != "postgresql":
+        raise ValueError(f"--db: {url.get_backend_name()!r} is not PostgreSQL; give a server URL such as "
+                         "postgresql+psycopg://postgres@127.0.0.1:5432/test (without --db the demo uses SQLite)")
+    if not schema.isidentifier():
+        raise ValueError(f"schema: {schema!r} is not a plain identifier")
+    admin = make_engine(server_url)
+    try:
+        with admin.begin() as c:
+            c.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+            c.execute(text(f'CREATE SCHEMA "{schema}"'))
+    finally:
+        admin.dispose()
+    return url.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
 
 
 def _spawn(name: str, argv: list[str], log_dir: Path, env: dict | None = None) -> subprocess.Popen:
@@ -229,13 +259,17 @@ def seed_canary(stack: Stack) -> str | None:
 @contextlib.contextmanager
 def demo_stack(runtime: Path, *, dashboard: bool = True, dashboard_port: int | None = None,
                traffic: bool = True, traffic_file: str = "data/traffic/mixed.jsonl", time_scale: float = 0.25,
-               concurrency: int = 4, passwords: dict[str, str] | None = None) -> Iterator[Stack]:
-    """Fleet + router (+ traffic + dashboard) on free ports under `runtime`; everything stopped on exit."""
+               concurrency: int = 4, passwords: dict[str, str] | None = None, db_url: str | None = None,
+               replicas: int = 1) -> Iterator[Stack]:
+    """Fleet + router replicas (+ traffic to each + dashboard) on free ports under `runtime`; everything stopped
+    on exit. `db_url`: an empty database for the stack (default a SQLite file under `runtime`)."""
+    if replicas < 1:
+        raise ValueError(f"replicas: {replicas} is not a number of routers >= 1")
     if runtime.exists():
         shutil.rmtree(runtime)
     (runtime / "logs").mkdir(parents=True)
     shutil.copytree(REPO / "policies", runtime / "policies", ignore=shutil.ignore_patterns("active"))
-    db_url = f"sqlite:///{(runtime / 'quantroute.db').resolve()}"
+    db_url = db_url or f"sqlite:///{(runtime / 'quantroute.db').resolve()}"
     from quantroute.db.engine import init_db, make_engine
 
     eng = make_engine(db_url)
@@ -244,26 +278,32 @@ def demo_stack(runtime: Path, *, dashboard: bool = True, dashboard_port: int | N
     first_policy = sorted((runtime / "policies").glob("policy-*.yaml"))[0]
     ports = runtime_fleet(REPO / "data/fleet.yaml", first_policy, runtime / "fleet.yaml")
     token, py = secrets.token_urlsafe(16), sys.executable
-    stack = Stack(runtime, db_url, f"http://127.0.0.1:{free_port()}", None, token,
-                  create_users(db_url, passwords))
+    urls = [f"http://127.0.0.1:{free_port()}" for _ in range(replicas)]
+    stack = Stack(runtime, db_url, urls[0], None, token, create_users(db_url, passwords), router_urls=urls)
     logs = runtime / "logs"
+    # one name per replica: logs/router.log alone, logs/router-1.log, router-2.log ... with replicas
+    names = ["router"] if replicas == 1 else [f"router-{i + 1}" for i in range(replicas)]
     try:
         p = stack.procs["sim"] = _spawn("sim", [py, "-m", "quantroute.cli.main", "sim", "--fleet",
                                                 str(runtime / "fleet.yaml"), "--time-scale", str(time_scale)], logs)
         _wait_http(f"http://127.0.0.1:{next(iter(ports.values()))}/health", "simulated fleet", p)
-        port = int(stack.router_url.rsplit(":", 1)[1])
-        p = stack.procs["router"] = _spawn("router", [
-            py, "-m", "quantroute.cli.main", "router", "--policies", str(runtime / "policies"), "--fleet",
-            str(runtime / "fleet.yaml"), "--db", db_url, "--port", str(port), "--admin-token", token], logs)
-        _wait_http(stack.router_url + "/health", "router", p)
+        for name, url in zip(names, urls):
+            stack.procs[name] = _spawn(name, [
+                py, "-m", "quantroute.cli.main", "router", "--policies", str(runtime / "policies"), "--fleet",
+                str(runtime / "fleet.yaml"), "--db", db_url, "--port", url.rsplit(":", 1)[1],
+                "--admin-token", token], logs)
+        for name, url in zip(names, urls):
+            _wait_http(url + "/health", name, stack.procs[name])
         if traffic:
-            stack.procs["traffic"] = _spawn("traffic", [py, "-m", "quantroute.demo", "--traffic-only",
-                                                        stack.router_url, traffic_file, str(concurrency)], logs)
+            for name, url in zip(names, urls):
+                tname = name.replace("router", "traffic")
+                stack.procs[tname] = _spawn(tname, [py, "-m", "quantroute.demo", "--traffic-only", url,
+                                                    traffic_file, str(concurrency)], logs)
         if dashboard:
             dport = dashboard_port or free_port()
             env = {"QUANTROUTE_DASHBOARD_DB_URL": db_url,
                    "QUANTROUTE_DASHBOARD_POLICIES_DIR": str(runtime / "policies"),
-                   "QUANTROUTE_DASHBOARD_ROUTER_URL": stack.router_url,
+                   "QUANTROUTE_DASHBOARD_ROUTER_URL": ",".join(urls),
                    "QUANTROUTE_DASHBOARD_ADMIN_TOKEN": token,
                    "QUANTROUTE_DASHBOARD_EVAL_RUNS_DIR": str(runtime / "evals")}
             p = stack.procs["dashboard"] = _spawn("dashboard", [
@@ -273,7 +313,7 @@ def demo_stack(runtime: Path, *, dashboard: bool = True, dashboard_port: int | N
             stack.dashboard_url = f"http://127.0.0.1:{dport}"
             _wait_http(stack.dashboard_url + "/_stcore/health", "dashboard", p)
         (runtime / "logins.json").write_text(json.dumps({
-            "dashboard": stack.dashboard_url, "router": stack.router_url, "admin_token": token,
+            "dashboard": stack.dashboard_url, "router": stack.router_url, "routers": urls, "admin_token": token,
             "users": {n: {"role": r, "password": pw} for n, (r, pw) in stack.logins.items()}}, indent=2))
         yield stack
     finally:
@@ -301,16 +341,32 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dashboard-port", type=int, default=None)
     ap.add_argument("--time-scale", type=float, default=0.25, help="simulated seconds per wall second factor")
     ap.add_argument("--no-evals", action="store_true")
+    ap.add_argument("--db", default=None, metavar="POSTGRES_URL",
+                    help=f"a PostgreSQL server; the demo makes a fresh schema {DEMO_SCHEMA} on it (default: SQLite)")
+    ap.add_argument("--replicas", type=int, default=1, help="router replicas sharing the database (default 1)")
     ap.add_argument("--traffic-only", nargs=3, metavar=("ROUTER_URL", "FILE", "CONCURRENCY"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.traffic_only:
         url, path, conc = args.traffic_only
         return _traffic_main(url, path, int(conc))
+    if args.replicas < 1:
+        ap.error(f"--replicas: {args.replicas} is not a number of routers >= 1")
+    db_url = None
+    if args.db:
+        try:
+            db_url = fresh_schema_url(args.db)
+        except ValueError as e:
+            ap.error(str(e))
+        except Exception as e:  # noqa: BLE001 - the server is not there, or refuses us: say so, plainly
+            ap.error(f"--db: cannot prepare schema {DEMO_SCHEMA} on {args.db}: {e}")
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
         with demo_stack((REPO / args.dir).resolve(), dashboard_port=args.dashboard_port,
-                        time_scale=args.time_scale) as stack:
-            print(f"router     {stack.router_url}/v1   (admin token {stack.admin_token})")
+                        time_scale=args.time_scale, db_url=db_url, replicas=args.replicas) as stack:
+            for url in stack.router_urls:
+                print(f"router     {url}/v1   (admin token {stack.admin_token})")
+            if db_url:
+                print(f"database   {args.db} (schema {DEMO_SCHEMA})")
             print(f"dashboard  {stack.dashboard_url}")
             canary = seed_canary(stack)
             if canary:

@@ -53,12 +53,15 @@ class RouterAdmin:
         return {**views[0], "replicas": {url: v.get("version") for url, v in zip(self.urls, views)}}
 
     def nodes(self) -> list[dict[str, Any]]:
-        """Nodes by key; healthy only where every replica's probes find it healthy."""
+        """Nodes by key; healthy only where every replica's probes find it healthy, in-flight summed over the
+        replicas (each counts only what it sent), the scraped figures (waiting, KV use) from the last one."""
         out: dict[str, dict[str, Any]] = {}
         for view in self._each("/admin/nodes"):
             for n in view["nodes"]:
                 prev = out.get(n["key"])
-                out[n["key"]] = n if prev is None else {**n, "healthy": bool(prev["healthy"] and n["healthy"])}
+                out[n["key"]] = n if prev is None else {
+                    **n, "healthy": bool(prev["healthy"] and n["healthy"]),
+                    "inflight": prev.get("inflight", 0) + n.get("inflight", 0)}
         return list(out.values())
 
     def sessions(self) -> list[dict[str, Any]]:

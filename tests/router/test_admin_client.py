@@ -70,3 +70,21 @@ def test_two_replicas_through_one_client(make_settings, pg_url):
             assert "s-second" not in {p["session_key"] for p in RouterAdmin(u1, TOKEN).sessions()}
         finally:
             client.close()
+
+
+def test_nodes_merge_health_and_sum_in_flight_across_replicas():
+    """Two replicas' views of the same node: healthy only if both say so, in-flight is the sum."""
+    import httpx
+
+    views = {"a": [{"key": "n1", "healthy": True, "inflight": 2, "waiting": 1},
+                   {"key": "n2", "healthy": True, "inflight": 0, "waiting": 0}],
+             "b": [{"key": "n1", "healthy": False, "inflight": 3, "waiting": 4}]}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert request.headers["authorization"] == "Bearer tok"
+        return httpx.Response(200, json={"nodes": views[request.url.host]})
+
+    client = RouterAdmin(["http://a", "http://b"], "tok", transport=httpx.MockTransport(handler))
+    got = {n["key"]: n for n in client.nodes()}
+    assert got["n1"] == {"key": "n1", "healthy": False, "inflight": 5, "waiting": 4}
+    assert got["n2"]["healthy"] is True and got["n2"]["inflight"] == 0
