@@ -241,7 +241,10 @@ def parse_policy(text: str, source: str = "<string>") -> Policy:
     try:
         return validate_data(data, source)
     except PolicyValidationError as e:
-        raise PolicyValidationError(source, [Issue(i.path, i.message, locate(root, i.path)) for i in e.issues]) from None
+        located = [Issue(i.path, i.message, locate(root, i.path)) for i in e.issues]
+        # in file order, as an editor would walk them (stable: same-line issues keep their order)
+        located.sort(key=lambda i: i.line if i.line is not None else 0)
+        raise PolicyValidationError(source, located) from None
 
 
 def load_policy(path: str | Path) -> Policy:

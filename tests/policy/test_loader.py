@@ -147,3 +147,12 @@ def test_a_bound_the_signal_cannot_take_is_refused(kind, bounds, valid):
     d["rules"][0]["when"] = {kind: bounds}
     msg = issues_of(d)[f"rules[0].when.{kind}"]
     assert f"{next(iter(bounds))} {next(iter(bounds.values())):g} is outside" in msg and valid in msg
+
+
+def test_issues_from_a_file_come_in_file_order():
+    text = DEFAULT.read_text().replace("sessions:\n", "sessions:\n  max_wait: 500\n", 1) + "surprise: 1\n"
+    text = text.replace("max: 0.2", 'max: "low"', 1)
+    with pytest.raises(PolicyValidationError) as ei:
+        parse_policy(text, "x.yaml")
+    lines = [i.line for i in ei.value.issues]
+    assert lines == sorted(lines) and len(lines) == 3
