@@ -13,7 +13,7 @@ import yaml
 
 from dashboard import actions, charts, data, policy_form, ui
 from quantroute.policy.diff import diff_policies
-from quantroute.policy.loader import Issue, PolicyValidationError, policy_to_data, validate_data
+from quantroute.policy.loader import Issue, PolicyValidationError, parse_policy, policy_to_data, validate_data
 from quantroute.policy.model import Policy
 from quantroute.whatif import replay
 
@@ -31,6 +31,16 @@ def validate(draft: dict) -> tuple[Policy | None, list[Issue]]:
         return validate_data(draft, source="draft"), []
     except PolicyValidationError as e:
         return None, e.issues
+
+
+def yaml_issue_lines(text: str) -> list[str]:
+    """The draft's issues as the YAML tab's text has them, each with its line ("line 12: rules[0].weight: ..."),
+    so a person editing YAML finds them without mapping paths to lines."""
+    try:
+        parse_policy(text, source="draft")
+    except PolicyValidationError as e:
+        return [str(i) for i in e.issues]
+    return []
 
 
 def changes_frame(old: Policy, new: Policy) -> pd.DataFrame:
@@ -84,6 +94,8 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
         text = st.text_area("Draft as YAML (edit and apply to replace the form values)",
                             value=yaml.safe_dump(edited, sort_keys=False, allow_unicode=True, width=110),
                             height=420, key=f"yaml{gen}")
+        for line in st.session_state.pop("policy_yaml_issues", []):  # from the last Apply, with line numbers
+            st.error(line)
         if st.button("Apply YAML"):
             try:
                 parsed = yaml.safe_load(text)
@@ -91,6 +103,7 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
                 st.error(f"not valid YAML: {e}")
             else:
                 if isinstance(parsed, dict):
+                    st.session_state["policy_yaml_issues"] = yaml_issue_lines(text)
                     _reset_draft(parsed, base_choice)
                     st.rerun()
                 st.error("a policy is a mapping of keys (version, tiers, rules, thresholds, ...)")

@@ -137,3 +137,15 @@ def test_composition_warning():
     share = pd.DataFrame({"tier": ["fp16", "int4"], "share": [0.8, 0.2]})
     assert "fleet-composition" in composition_warning(share, "fp16", 0.7)
     assert composition_warning(share.assign(share=[0.5, 0.5]), "fp16", 0.7) is None
+
+
+def test_applying_yaml_shows_each_issue_with_its_line(stack):
+    at = page("policy", "olivia", "operator")
+    area = next(t for t in at.text_area if t.label.startswith("Draft as YAML"))
+    lines = area.value.splitlines()
+    at_line = next(n for n, ln in enumerate(lines, 1) if ln.strip().startswith("max_wait_ms:"))
+    lines[at_line - 1] = lines[at_line - 1].replace("max_wait_ms", "max_wait")  # a typo'd key
+    area.input("\n".join(lines)).run()
+    next(b for b in at.button if b.label == "Apply YAML").click().run()
+    errors = [e.value for e in at.error]
+    assert f"line {at_line}: sessions.max_wait: unknown key" in errors, errors
