@@ -1,5 +1,7 @@
 # Every target sets up its own .venv from pyproject.toml (re-installed when pyproject changes).
 PY ?= python3
+# three runs of each headline arm: the report shows how far a capacity moves from run to run
+EXPERIMENT_ARGS ?= --repeats 3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -28,7 +30,7 @@ bench-peers: $(STAMP)
 	$(BIN)/python benchmarks/router_overhead.py --peers
 
 experiment: $(STAMP)
-	$(BIN)/python benchmarks/fleet_mix.py
+	$(BIN)/python benchmarks/fleet_mix.py $(EXPERIMENT_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -37,6 +38,8 @@ from quantroute.traffic import load_traffic, with_model  # noqa: E402
 
 MODEL = "llama-13b"
 RTX = "rtx-4090"  # data/hardware.yaml key
+LABELS = {"a": "(a) FP16 nodes only", "b": "(b) default tiered policy", "c": "(c) tuned policy",
+          "b4090": "(b) with RTX 4090 INT4 nodes"}
 PAYS = 0.3  # "pays": at least 30 % more capacity than the baseline: one staircase step (1.3x), the resolution
 #              of a capacity, plus window noise; smaller differences are not findings
 
@@ -83,8 +86,7 @@ def run(args) -> dict:
     slo = Slo(ttft_p95_ms=args.slo_ttft_ms, max_error_rate=0.01)  # simulated clock, like every reported figure
     kw = dict(ladder=ladder, slo=slo, time_scale=args.time_scale)
     policies = {"a": arms.fp16_only(base, fleet), "b": arms.adapt(base, fleet), "c": arms.tuned(base, fleet)}
-    labels = {"a": "(a) FP16 nodes only", "b": "(b) default tiered policy", "c": "(c) tuned policy",
-              "b4090": "(b) with RTX 4090 INT4 nodes"}
+    labels = LABELS
     shares = [float(s) for s in args.shares.split(",")]
     sweep = {s: with_model(tolerant_mix(pool, s, requests=300, seed=i), MODEL) for i, s in enumerate(shares)}
     out: dict = {"params": vars(args), "headline": {}, "sweep": []}
@@ -100,6 +102,16 @@ def run(args) -> dict:
     rtx = with_rtx4090_int4(fleet)
     [out["headline"]["b4090"]] = run_capacity(rtx, arms.adapt(base, rtx), [("b4090", labels["b4090"], mixed)], **kw)
     print(f"{labels['b4090']}: {out['headline']['b4090'].capacity_tok_s:.0f} tok/s at capacity", flush=True)
+    # Repeats of the headline arms only (same traffic, fresh fleet and router each time): how far a capacity
+    # moves from run to run on this machine, and whether the gain of (b) over (a) survives it.
+    setups = {"a": (fleet, policies["a"]), "b": (fleet, policies["b"]), "c": (fleet, policies["c"]),
+              "b4090": (rtx, arms.adapt(base, rtx))}
+    out["repeats"] = {k: [out["headline"][k].capacity_tok_s] for k in setups}
+    for i in range(1, args.repeats):
+        for key, (f, pol) in setups.items():
+            [r] = run_capacity(f, pol, [(key, labels[key], mixed)], **kw)
+            out["repeats"][key].append(r.capacity_tok_s)
+            print(f"repeat {i + 1}/{args.repeats} {labels[key]}: {r.capacity_tok_s:.0f} tok/s at capacity", flush=True)
     out["sweep_shares"] = {f"{s:g}": tolerant_share(t) for s, t in sweep.items()}
     out["hardware"] = hardware_rows(fleet, args.context)
     return out
@@ -334,13 +346,14 @@ Tiered routing pays (>= {PAYS:.0%} more capacity) at tolerant shares
 
 ![sweep]({pngs[1]})
 
+{repeats_section(out.get("repeats", {"a": []}), LABELS)}
 Requests still running when a staircase ended and were cut (their tokens count, their latency does not): {cut}.
 """
     path = out_dir / "fleet-mix.md"
     path.write_text(md)
     data = {"params": p, "elapsed_s": elapsed_s, "headline": {k: v.model_dump() for k, v in h.items()},
             "sweep": rows, "sweep_runs": [r.model_dump() for r in out["sweep"]],
-            "sweep_shares": out["sweep_shares"], "hardware": hw}
+            "sweep_shares": out["sweep_shares"], "hardware": hw, "repeats": out.get("repeats")}
     (out_dir / "fleet-mix.json").write_text(json.dumps(data, indent=2))
     return path
 
@@ -361,6 +374,26 @@ def rtx_note(a: float, b: float, b4: float) -> str:
     return " (not smaller here: within noise)"
 
 
+def repeats_section(reps: dict[str, list[float]], labels: dict[str, str]) -> str:
+    """Capacities of every run per arm, and each arm's gain over (a) paired run by run (run i against run i)."""
+    n = len(reps["a"])
+    if n < 2:
+        return ""
+    rows = ["| arm | capacity per run, tok/s | median | spread (max/min) | gain vs (a) per run | median gain |",
+            "|---|---|---:|---:|---|---:|"]
+    for key, caps in reps.items():
+        gains = [c / a - 1 for c, a in zip(caps, reps["a"]) if a > 0]
+        spread = f"{max(caps) / min(caps):.2f}x" if min(caps) > 0 else "-"
+        rows.append(f"| {labels[key]} | {' / '.join(f'{c:,.0f}' for c in caps)} | {statistics.median(caps):,.0f} | "
+                    f"{spread} | " + ("-" if key == "a" else " / ".join(f"{g:+.0%}" for g in gains)) + " | "
+                    + ("-" if key == "a" or not gains else f"{statistics.median(gains):+.0%}") + " |")
+    b_gains = [b / a - 1 for b, a in zip(reps["b"], reps["a"]) if a > 0] or [float("nan")]
+    return (f"## Repeatability: {n} runs of each headline arm\n\nThe same traffic, with a fresh fleet and router for "
+            f"every run (run 1 is the table above).\n\n" + "\n".join(rows) + "\n\n"
+            f"Across the {n} runs the gain of (b) over (a) ranged **{min(b_gains):+.0%} to {max(b_gains):+.0%}** "
+            f"(median {statistics.median(b_gains):+.0%}).\n")
+
+
 def shape_ctx_text(p: dict) -> str:
     return f"{p['max_model_len']:,}-token"
 
@@ -377,8 +410,11 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=2.0, help="seconds after a step's clients are added")
     ap.add_argument("--context", type=int, default=1024, help="context for the per-node single-sequence figures")
     ap.add_argument("--shares", default="0,0.25,0.5,0.75,1")
+    ap.add_argument("--repeats", type=int, default=1, help="runs of each headline arm (the report shows the spread)")
     ap.add_argument("--out", type=Path, default=REPO / "docs/experiments")
     args = ap.parse_args()
+    if args.repeats < 1:
+        ap.error(f"--repeats: {args.repeats} is not a number of runs >= 1")
     t0 = time.time()
     out = run(args)
     args.out = str(args.out)
