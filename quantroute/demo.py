@@ -2,11 +2,11 @@
 
 Copies policies/ into .demo/ (gitignored), starts the simulated fleet (data/fleet.yaml), the router (that
 policies dir, a SQLite DB under .demo/; or `--db` a PostgreSQL server, where it makes a fresh schema
-`quantroute_demo`, and `--replicas N` router replicas sharing it), background traffic replaying data/traffic/mixed.jsonl (multi-turn
-sessions included), seeds eval runs (int4 vs fp16, fp8 vs fp16 and the canary candidate vs its baseline, golden
-suite) and a short staircase load test of the canary candidate, creates one user per role and starts the
-dashboard. Every child runs in its own process group; on exit each group is terminated
-and waited for, so nothing is left behind.
+`quantroute_demo`, and `--replicas N` router replicas sharing it), background traffic replaying
+data/traffic/mixed.jsonl (multi-turn sessions included), seeds eval runs (int4 vs fp16, fp8 vs fp16 and the
+canary candidate vs its baseline, golden suite) and a short staircase load test of the canary candidate, creates
+one user per role and starts the dashboard. Every child runs in its own process group; on exit each group is
+terminated and waited for, so nothing is left behind.
 
     python -m quantroute.demo [--dir .demo] [--dashboard-port 8501] [--no-evals] [--time-scale 0.25]
                               [--db postgresql+psycopg://postgres@127.0.0.1:5432/test] [--replicas 2]
