@@ -15,7 +15,7 @@ from quantroute.db.engine import session as open_session
 from quantroute.db.session_pin import delete_pin
 from quantroute.policy.model import Policy
 from quantroute.policy.store import PolicyStore
-from quantroute.router.admin_client import RouterAdmin
+from quantroute.router.admin_client import RouterAdmin, RouterUnavailable
 
 
 # ---- policy versions -------------------------------------------------------------------------------------
@@ -47,16 +47,23 @@ def rollback_policy(*, store: PolicyStore, actor: str, to: int | None, reason: s
 def unpin_session(*, engine: Engine, router: RouterAdmin | None, actor: str, session_key: str) -> bool:
     """Through the router when there is one (it also forgets its cached pin), else in the DB directly."""
     require(engine, actor, "session.unpin")
+    failed = None
     if router is not None:
-        found = router.unpin(session_key)
+        try:
+            found = router.unpin(session_key)
+        except RouterUnavailable as e:  # some replicas may have dropped it: audit what was tried, then say so
+            found, failed = None, e
     else:
         with open_session(engine) as s:
             found = delete_pin(session=s, session_key=session_key)
     with open_session(engine) as s:
         audit.record(s, actor=actor, action="session.unpin", subject=session_key,
-                     detail={"found": found, "via": "router" if router is not None else "db"})
+                     detail={"found": found, "via": "router" if router is not None else "db",
+                             **({"error": str(failed)} if failed else {})})
         s.commit()
-    return found
+    if failed is not None:
+        raise failed
+    return bool(found)
 
 
 # ---- evals -----------------------------------------------------------------------------------------------

@@ -149,3 +149,27 @@ def test_applying_yaml_shows_each_issue_with_its_line(stack):
     next(b for b in at.button if b.label == "Apply YAML").click().run()
     errors = [e.value for e in at.error]
     assert f"line {at_line}: sessions.max_wait: unknown key" in errors, errors
+
+
+def test_an_unpin_that_misses_a_replica_is_audited_and_reported(stack):
+    """Replica a drops the pin, replica b is down: the operator is told which, and the audit says what happened."""
+    import httpx
+
+    from quantroute.router.admin_client import RouterAdmin, RouterUnavailable
+
+    engine, _ = stack
+    deleted = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "b":
+            raise httpx.ConnectError("connection refused", request=request)
+        deleted.append(request.url.path)
+        return httpx.Response(200, json={"session_key": "s-0010.demo", "unpinned": True})
+
+    router = RouterAdmin(["http://a", "http://b"], "tok", transport=httpx.MockTransport(handler))
+    with pytest.raises(RouterUnavailable, match="router at http://b unreachable"):
+        actions.unpin_session(engine=engine, router=router, actor="olivia", session_key="s-0010.demo")
+    assert deleted == ["/admin/sessions/s-0010.demo"]
+    events = queries.audit_events(engine, action_prefix="session.unpin")
+    assert events["actor"].tolist() == ["olivia"]
+    assert "router at http://b unreachable" in str(events["detail"].iloc[0])  # JSON text on SQLite
