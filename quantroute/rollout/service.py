@@ -25,9 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
 
-from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
 
 from quantroute.db import audit
@@ -40,8 +38,12 @@ from quantroute.rollout import checklist as cl
 from quantroute.rollout import facts, machine, traffic, versions
 from quantroute.rollout.guards import GuardVerdict, Window, evaluate
 from quantroute.rollout.machine import Phase
+from quantroute.rollout.errors import RolloutConflict, RolloutRefused
 from quantroute.rollout.pins import release_candidate_pins
+from quantroute.rollout.status import RolloutStatus
 from quantroute.router.admin_client import RouterAdmin
+
+__all__ = ["RolloutConflict", "RolloutRefused", "RolloutService", "RolloutStatus"]  # callers import them here
 
 SYSTEM = traffic.SYSTEM  # author of the policy versions a rollout writes
 GUARD_ACTOR = "rollout-guard"
@@ -49,44 +51,6 @@ MAX_RACES = 5  # lost compare-and-swaps before an action gives up
 # After losing a race these actions are decided again on the fresh row (sending traffic back to the baseline
 # stays right whatever happened meanwhile); every other action is refused when the phase or step moved.
 REDECIDE = (machine.Rollback, machine.GuardBreach)
-
-
-class RolloutRefused(Exception):
-    """An action the state machine (or a precondition) refused; the message says why and what is allowed."""
-
-    def __init__(self, reason: str, allowed: tuple[str, ...] = ()) -> None:
-        super().__init__(reason)
-        self.reason, self.allowed = reason, allowed
-
-
-class RolloutConflict(RolloutRefused):
-    """Another actor moved the rollout between this action's read and its write; nothing was done."""
-
-
-class RolloutStatus(BaseModel):
-    """Everything a person needs to judge a rollout: status, gate, checklist, guards and the event trail."""
-
-    id: int
-    model: str
-    candidate: str
-    baseline: str
-    phase: str
-    steps: list[float]
-    step_index: int
-    percent: float
-    started_at: datetime
-    updated_at: datetime
-    started_by: str
-    approved_by: str | None
-    target_concurrency: int | None = None  # for the staircase checklist item; None: any concurrency
-    policy_version: int | None
-    message: str
-    aborted_reason: str | None
-    breach: dict[str, Any] | None
-    gate: str
-    checklist: list[cl.ItemView]
-    guards: GuardVerdict | None
-    events: list[dict[str, Any]]
 
 
 class RolloutService:
