@@ -10,7 +10,6 @@ import json
 import random
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx

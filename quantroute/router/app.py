@@ -18,7 +18,7 @@ from quantroute.classify import RequestError
 from quantroute.db.audit import utcnow
 from quantroute.router import admin
 from quantroute.router.decide import Decider, Route
-from quantroute.router.errors import BadRequest, BodyTooLarge, MethodNotAllowed, NotFound, RouterError, \
+from quantroute.router.errors import BadRequest, BodyTooLarge, MethodNotAllowed, RouterError, \
     error_response_parts
 from quantroute.router.fleetfile import NodeSync
 from quantroute.router.metrics import RouterMetrics

@@ -6,7 +6,6 @@ themselves are the pure functions in `select.py` and `canary.py`."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Callable, Mapping

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -188,10 +189,10 @@ async def faults(request: Request) -> Response:
             state.faults = Faults.model_validate({**state.faults.model_dump(), **update})
         except (json.JSONDecodeError, TypeError) as e:
             return error_response(ApiError(400, f"Invalid JSON body: {e}"))
-        except ValueError as e:
-            errs = getattr(e, "errors", lambda: [{"loc": (), "msg": str(e)}])()
-            loc = ".".join(map(str, errs[0]["loc"])) or None
-            return error_response(ApiError(400, f"{loc}: {errs[0]['msg']}", loc))
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(map(str, err["loc"])) or None
+            return error_response(ApiError(400, f"{loc}: {err['msg']}", loc))
         state.check_die()
     return JSONResponse(state.faults.model_dump())
 

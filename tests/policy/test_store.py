@@ -5,7 +5,7 @@ import yaml
 from sqlmodel import Session
 
 from quantroute.db import audit
-from quantroute.policy.loader import PolicyValidationError, load_policy, parse_policy
+from quantroute.policy.loader import PolicyValidationError, parse_policy
 from quantroute.policy.store import PolicyConflictError, PolicyStore, PolicyStoreError, read_pointer
 
 from tests.conftest import REPO
@@ -20,7 +20,6 @@ def store(tmp_path, engine):
 
 
 def edited(store, **changes):
-    p = store.load(1)
     data = yaml.safe_load((store.dir / "policy-0001.yaml").read_text())
     data.update(changes)
     return parse_policy(yaml.safe_dump(data))

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
-import pytest
 from sqlalchemy import text
 
 from quantroute.db.engine import make_engine

@@ -7,7 +7,6 @@ import time
 
 import httpx
 import openai
-import pytest
 
 from tests.router.conftest import (FP16, INT4, INT4_V2, INT8, MODEL, SENSITIVE, TOLERANT, admin, chat, router_at,
                                    set_faults)
