@@ -56,6 +56,8 @@ class Rollout(SQLModel, table=True):
     target_concurrency: int | None = None
     # Bumped by every status write; a write names the revision it decided on (see `swap_rollout`).
     revision: int = 0
+    # Consecutive breaching guard evaluations; the rollback comes at the canary's guards.failure_limit.
+    breach_streak: int = 0
 
     def fix_times(self) -> "Rollout":
         self.started_at, self.updated_at, self.step_at = map(_aware, (self.started_at, self.updated_at, self.step_at))

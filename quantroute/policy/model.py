@@ -272,6 +272,9 @@ class Guards(Strict):
     window_s: int = Field(default=300, ge=1)
     min_requests: int = Field(default=50, ge=1)
     require_eval_pass: bool = True
+    # Consecutive breaching evaluations before the automatic rollback (Argo's failureLimit, Flagger's
+    # threshold). Below it a breach holds the step; a passing or inconclusive evaluation resets the count.
+    failure_limit: int = Field(default=1, ge=1)
 
 
 class CanarySpec(Strict):

@@ -98,6 +98,8 @@ class Rollback:
 @dataclass(frozen=True)
 class GuardBreach:
     summary: str
+    count: int = 1  # consecutive breaching evaluations, this one included
+    limit: int = 1  # the canary's guards.failure_limit
 
 
 @dataclass(frozen=True)
@@ -268,6 +270,9 @@ def _rollback(state: State, a: Rollback) -> Outcome:
 
 
 def _breach(state: State, a: GuardBreach) -> Outcome:
+    if a.count < a.limit:
+        return Transition(state, False, f"guard breach {a.count} of {a.limit} at {_pct(state.percent)}, holding "
+                                        f"the step (rollback at {a.limit}): {a.summary}")
     return Transition(replace(state, phase=Phase.rolled_back, percent=0.0), True,
                       f"guard breach at {_pct(state.percent)}, rolled back automatically: {a.summary}",
                       aborted=f"guard breach: {a.summary}")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
@@ -184,7 +185,8 @@ class RolloutService:
         return self._verdict(row)
 
     def evaluate_guards(self, model: str, *, by: str = GUARD_ACTOR) -> GuardVerdict | None:
-        """Breach -> automatic rollback (guard, figures and window recorded); inconclusive -> the step holds;
+        """Breach -> automatic rollback (guard, figures and window recorded) once `failure_limit` evaluations in
+        a row breached, the step holds until then; inconclusive -> the step holds;
         pass -> auto-advance when the canary has `auto_advance_s` and the current step has dwelt that long."""
         row = self._row(model)
         if row is None or row.phase not in (Phase.progressing.value, Phase.paused.value):
@@ -198,6 +200,9 @@ class RolloutService:
                     raise
                 # someone rolled it back (or promoted it) meanwhile: nothing left for this breach to do
             return v
+        if row.breach_streak:
+            self._reset_streak(row)
+            row = self._by_id(row.id)  # type: ignore[arg-type]
         try:
             if v.status == "inconclusive":
                 if row.phase == Phase.progressing.value and not row.message.startswith("held"):
@@ -212,10 +217,25 @@ class RolloutService:
             pass  # a person acted meanwhile: the next evaluation judges the rollout as it is now
         return v
 
-    def _breach(self, row: db.Rollout, by: str, v: GuardVerdict) -> None:
+    def _breach(self, row: db.Rollout, by: str, v: GuardVerdict) -> tuple[int, int]:
+        """Count a breaching evaluation; at the canary's failure_limit it rolls back. (count, limit)."""
+        spec, _ = self._spec(row)
+        count, limit = row.breach_streak + 1, spec.guards.failure_limit
         breach = v.model_dump(mode="json")
-        self._apply(row, by, machine.GuardBreach(summary=v.summary), detail={"verdict": breach},
-                    changes={"breach": breach})
+        changes: dict[str, Any] = {"breach_streak": count}
+        if count >= limit:
+            changes["breach"] = breach  # the verdict that rolled it back, shown with the rollout
+        self._apply(row, by, machine.GuardBreach(summary=v.summary, count=count, limit=limit),
+                    detail={"verdict": breach}, changes=changes)
+        return count, limit
+
+    def _reset_streak(self, row: db.Rollout) -> None:
+        """A passing or inconclusive evaluation ends a run of breaches (bookkeeping only: no event; a lost
+        compare-and-swap is fine, the next evaluation judges the rollout as it is then)."""
+        with db_session(self.engine) as s:
+            if db.swap_rollout(session=s, rollout=db.Rollout(**{**row.model_dump(), "breach_streak": 0}),
+                               revision=row.revision):
+                s.commit()
 
     def _verdict(self, row: db.Rollout) -> GuardVerdict:
         spec, policy = self._spec(row)
@@ -319,11 +339,13 @@ class RolloutService:
         row = self._live(model)
         verdict = self._verdict(row) if row.phase in (Phase.progressing.value, Phase.paused.value) else None
         if verdict is not None and verdict.status == "breach":
-            self._breach(row, GUARD_ACTOR, verdict)
-            raise RolloutRefused(f"{machine.action_name(kind)} refused: guards breached, rolled back "
-                                 f"automatically: {verdict.summary}")
+            count, limit = self._breach(row, GUARD_ACTOR, verdict)
+            done = ("rolled back automatically" if count >= limit
+                    else f"breach {count} of {limit} before the automatic rollback; the step holds")
+            raise RolloutRefused(f"{machine.action_name(kind)} refused: guards breached, {done}: {verdict.summary}")
         status = verdict.status if verdict else "pass"
-        return self._act(row, by, kind(guards=status, why=verdict.summary if verdict else ""))
+        return self._act(row, by, kind(guards=status, why=verdict.summary if verdict else ""),
+                         changes={"breach_streak": 0} if row.breach_streak else None)
 
     def _act(self, row: db.Rollout, by: str, action: machine.Action, *, changes: dict | None = None) -> RolloutStatus:
         self._apply(row, by, action, changes=changes)

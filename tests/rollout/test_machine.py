@@ -117,3 +117,12 @@ def test_refusals_list_what_is_allowed():
     out = decide(state(G), m.Approve(by="bob"))
     assert isinstance(out, Refusal) and out.allowed == ("eval_passed", "rollback")
     assert "passing eval run" in out.reason
+
+
+@pytest.mark.parametrize("phase", [PR, PA])
+def test_a_breach_below_the_failure_limit_holds_and_at_it_rolls_back(phase):
+    held = decide(state(phase, 1), m.GuardBreach(summary="error_rate: 9% > 2%", count=1, limit=2))
+    assert isinstance(held, Transition) and held.state == state(phase, 1) and not held.traffic
+    assert held.aborted is None and "guard breach 1 of 2 at 5%, holding the step" in held.message
+    rb = decide(state(phase, 1), m.GuardBreach(summary="error_rate: 9% > 2%", count=2, limit=2))
+    assert rb.state.phase == RB and rb.traffic and rb.aborted == "guard breach: error_rate: 9% > 2%"

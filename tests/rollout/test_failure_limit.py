@@ -1,0 +1,76 @@
+"""guards.failure_limit: a breach below the limit holds the step (recorded, no traffic change), the limit-th
+breach in a row rolls back, and a passing evaluation in between starts the count again. Request-log rows are
+written directly so each evaluation sees exactly the figures the test means (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from quantroute.db.audit import utcnow
+from quantroute.db.engine import session as db_session
+from quantroute.db.node import NodeRow, upsert_node
+from quantroute.db.request_log import RequestLog
+from quantroute.policy.store import PolicyStore
+from quantroute.rollout.service import RolloutRefused, RolloutService
+
+from tests.rollout.conftest import (BASE, CAND, LATENCY_GUARDS, MODEL, PERSON_ITEMS, policy_data, record_eval,
+                                    record_staircase, write_v1)
+
+
+@pytest.fixture
+def svc(tmp_path: Path, engine) -> RolloutService:
+    write_v1(tmp_path / "policies", policy_data(guards={**LATENCY_GUARDS, "failure_limit": 2}))
+    store = PolicyStore(tmp_path / "policies", engine)
+    with db_session(engine) as s:
+        for key, dep in (("int4-a", BASE), ("int4-v2", CAND)):
+            upsert_node(session=s, row=NodeRow(key=key, url=f"http://127.0.0.1:1/{key}", model=MODEL,
+                                               deployment=dep, tier="int4", format="int4"))
+    record_eval(engine, passed=True)
+    record_staircase(engine)
+    svc = RolloutService(store)
+    svc.start(MODEL, candidate=CAND, by="alice")
+    svc.tick(MODEL, PERSON_ITEMS + ["baseline_healthy"], by="carol")
+    assert svc.approve(MODEL, by="bob").percent == 10
+    log(engine, BASE, ok=20)
+    log(engine, CAND, ok=20)
+    return svc
+
+
+def log(engine, deployment: str, *, ok: int = 0, errors: int = 0) -> None:
+    with db_session(engine) as s:
+        s.add_all(RequestLog(ts=utcnow(), model=MODEL, deployment=deployment, status=500 if i < errors else 200,
+                             latency_ms=100.0, ttft_ms=10.0) for i in range(ok + errors))
+        s.commit()
+
+
+def breach_events(svc: RolloutService) -> list[str]:
+    return [e["message"] for e in svc.status(MODEL).events if e["action"] == "guard_breach" and not e["refused"]]
+
+
+def test_the_second_breach_in_a_row_rolls_back(svc, engine):
+    log(engine, CAND, errors=20)  # candidate error rate 50 % > 5 %
+    assert svc.evaluate_guards(MODEL).status == "breach"
+    st = svc.status(MODEL)
+    assert (st.phase, st.percent, st.aborted_reason, st.breach) == ("progressing", 10, None, None)
+    assert breach_events(svc)[-1].startswith("guard breach 1 of 2 at 10%, holding the step")
+
+    with pytest.raises(RolloutRefused, match="rolled back automatically"):  # a person's step is an evaluation too
+        svc.step(MODEL, by="alice")
+    st = svc.status(MODEL)
+    assert st.phase == "rolled-back" and st.aborted_reason.startswith("guard breach: error_rate")
+    assert st.breach["breaches"][0]["guard"] == "error_rate"
+
+
+def test_a_passing_evaluation_between_breaches_starts_the_count_again(svc, engine):
+    log(engine, CAND, errors=20)
+    assert svc.evaluate_guards(MODEL).status == "breach"
+    log(engine, CAND, ok=400)  # 20 errors in 440: 4.5 % <= 5 %
+    assert svc.evaluate_guards(MODEL).status == "pass"
+    log(engine, CAND, errors=60)  # 80 in 500: 16 %
+    with pytest.raises(RolloutRefused, match="breach 1 of 2 before the automatic rollback; the step holds"):
+        svc.step(MODEL, by="alice")
+    st = svc.status(MODEL)
+    assert (st.phase, st.percent) == ("progressing", 10)
+    assert [m.split(",")[0] for m in breach_events(svc)] == ["guard breach 1 of 2 at 10%"] * 2
