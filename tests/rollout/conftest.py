@@ -119,6 +119,33 @@ def record_staircase(engine, *, deployment: str = CAND, ok_up_to: int | None = 1
         return run.id
 
 
+def progressing_rollout(store: PolicyStore, engine) -> RolloutService:
+    """A rollout at its first step (10 %) with 20 healthy requests logged on each arm, nodes in the node table
+    (no router): the guards pass. For tests that drive the guards with request-log rows they write."""
+    from quantroute.db.audit import utcnow
+    from quantroute.db.node import NodeRow, upsert_node
+    from quantroute.db.request_log import RequestLog
+
+    with db_session(engine) as s:
+        for key, dep in (("int4-a", BASE), ("int4-v2", CAND)):
+            upsert_node(session=s, row=NodeRow(key=key, url=f"http://127.0.0.1:1/{key}", model=MODEL,
+                                               deployment=dep, tier="int4", format="int4"))
+    record_eval(engine, passed=True)
+    record_staircase(engine)
+    svc = RolloutService(store)
+    svc.start(MODEL, candidate=CAND, by="alice")
+    svc.tick(MODEL, PERSON_ITEMS + ["baseline_healthy"], by="carol")
+    assert svc.approve(MODEL, by="bob").percent == 10
+    with db_session(engine) as s:
+        now = utcnow()
+        for dep in (BASE, CAND):
+            s.add_all(RequestLog(ts=now, model=MODEL, deployment=dep, status=200, latency_ms=100.0, ttft_ms=10.0)
+                      for _ in range(20))
+        s.commit()
+    assert svc.guard_verdict(MODEL).status == "pass"
+    return svc
+
+
 @pytest.fixture(scope="module")
 def sim():
     with running_fleet(parse_fleet(FLEET, source="tests/rollout"), time_scale=0.002) as rf:

@@ -16,7 +16,6 @@ from sqlmodel import select
 from quantroute.db.audit import utcnow
 from quantroute.db.engine import alembic_config, init_db, make_engine
 from quantroute.db.engine import session as db_session
-from quantroute.db.node import NodeRow, upsert_node
 from quantroute.db.policy_state import PolicyActivation
 from quantroute.db.request_log import RequestLog
 from quantroute.db.rollout import LIVE_PHASES, Rollout
@@ -25,8 +24,7 @@ from quantroute.rollout import facts, traffic
 from quantroute.rollout.machine import Phase
 from quantroute.rollout.service import RolloutConflict, RolloutRefused, RolloutService
 
-from tests.rollout.conftest import (BASE, CAND, MODEL, PERSON_ITEMS, policy_data, record_eval, record_staircase,
-                                    write_v1)
+from tests.rollout.conftest import BASE, CAND, MODEL, policy_data, progressing_rollout, record_eval, write_v1
 
 
 class HeldService(RolloutService):
@@ -54,24 +52,7 @@ def store(tmp_path: Path, engine) -> PolicyStore:
 @pytest.fixture
 def progressing(store, engine) -> RolloutService:
     """A rollout at its first step (10 %) with enough healthy traffic on both arms for the guards to pass."""
-    with db_session(engine) as s:
-        for key, dep in (("int4-a", BASE), ("int4-v2", CAND)):
-            upsert_node(session=s, row=NodeRow(key=key, url=f"http://127.0.0.1:1/{key}", model=MODEL,
-                                               deployment=dep, tier="int4", format="int4"))
-    record_eval(engine, passed=True)
-    record_staircase(engine)
-    svc = RolloutService(store)
-    svc.start(MODEL, candidate=CAND, by="alice")
-    svc.tick(MODEL, PERSON_ITEMS + ["baseline_healthy"], by="carol")
-    assert svc.approve(MODEL, by="bob").percent == 10
-    with db_session(engine) as s:
-        now = utcnow()
-        for dep in (BASE, CAND):
-            s.add_all(RequestLog(ts=now, model=MODEL, deployment=dep, status=200, latency_ms=100.0, ttft_ms=10.0)
-                      for _ in range(20))
-        s.commit()
-    assert svc.guard_verdict(MODEL).status == "pass"
-    return svc
+    return progressing_rollout(store, engine)
 
 
 def in_thread(fn: Callable[[], object]) -> tuple[threading.Thread, dict]:

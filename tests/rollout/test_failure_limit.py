@@ -10,32 +10,17 @@ import pytest
 
 from quantroute.db.audit import utcnow
 from quantroute.db.engine import session as db_session
-from quantroute.db.node import NodeRow, upsert_node
 from quantroute.db.request_log import RequestLog
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout.service import RolloutRefused, RolloutService
 
-from tests.rollout.conftest import (BASE, CAND, LATENCY_GUARDS, MODEL, PERSON_ITEMS, policy_data, record_eval,
-                                    record_staircase, write_v1)
+from tests.rollout.conftest import CAND, LATENCY_GUARDS, MODEL, policy_data, progressing_rollout, write_v1
 
 
 @pytest.fixture
 def svc(tmp_path: Path, engine) -> RolloutService:
     write_v1(tmp_path / "policies", policy_data(guards={**LATENCY_GUARDS, "failure_limit": 2}))
-    store = PolicyStore(tmp_path / "policies", engine)
-    with db_session(engine) as s:
-        for key, dep in (("int4-a", BASE), ("int4-v2", CAND)):
-            upsert_node(session=s, row=NodeRow(key=key, url=f"http://127.0.0.1:1/{key}", model=MODEL,
-                                               deployment=dep, tier="int4", format="int4"))
-    record_eval(engine, passed=True)
-    record_staircase(engine)
-    svc = RolloutService(store)
-    svc.start(MODEL, candidate=CAND, by="alice")
-    svc.tick(MODEL, PERSON_ITEMS + ["baseline_healthy"], by="carol")
-    assert svc.approve(MODEL, by="bob").percent == 10
-    log(engine, BASE, ok=20)
-    log(engine, CAND, ok=20)
-    return svc
+    return progressing_rollout(PolicyStore(tmp_path / "policies", engine), engine)
 
 
 def log(engine, deployment: str, *, ok: int = 0, errors: int = 0) -> None:
