@@ -54,8 +54,6 @@ def prune(older_than: str, rollup_older_than: str | None, batch: int, dry_run: b
     windows still show them; only per-request detail (guards, replay, session counts) goes."""
     from datetime import timedelta
 
-    import sqlalchemy as sa
-
     from quantroute.db import audit, request_log, request_stats
     from quantroute.db.audit import utcnow
     from quantroute.db.engine import database_url, init_db, make_engine
@@ -78,10 +76,8 @@ def prune(older_than: str, rollup_older_than: str | None, batch: int, dry_run: b
         n = request_log.count_before(engine, raw_cut)
         msg = f"dry run: would delete {n} request_log row(s) before {raw_cut:%Y-%m-%d %H:%M:%S} UTC"
         if roll_s is not None:
-            cut = request_stats.epoch_minute(now - timedelta(seconds=roll_s))
             with engine.connect() as conn:
-                m = conn.execute(sa.text("SELECT COUNT(*) FROM request_stats_minute WHERE minute < :m"),
-                                 {"m": cut}).scalar_one()
+                m = request_stats.count_before(conn=conn, before=now - timedelta(seconds=roll_s))
             msg += f" and {m} rollup row(s)"
         click.echo(f"{msg} ({where})")
         return

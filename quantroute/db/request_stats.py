@@ -134,6 +134,12 @@ def rebuild_minute_stats(*, conn: Connection) -> int:
     return int(conn.execute(sa.text("SELECT COUNT(*) FROM request_stats_minute")).scalar_one())
 
 
+def count_before(*, conn: Connection, before: datetime) -> int:
+    """Rollup minutes that start before `before` (what `prune_before` would delete)."""
+    return int(conn.execute(sa.text("SELECT COUNT(*) FROM request_stats_minute WHERE minute < :m"),
+                            {"m": epoch_minute(before)}).scalar_one())
+
+
 def prune_before(*, conn: Connection, before: datetime) -> int:
     """Delete rollup minutes that start before `before` (the dashboard's longest windows read these)."""
     return int(conn.execute(sa.text("DELETE FROM request_stats_minute WHERE minute < :m"),
