@@ -92,11 +92,10 @@ ROLLOUT_ACTIONS = ("start", "approve", "step", "pause", "resume", "promote", "ro
 _PERMISSION = {"tick": "rollout.approve", "check_gate": "rollout.start"}
 
 
-def rollout_service(store: PolicyStore, router_url: str | None, token: str | None):
+def rollout_service(store: PolicyStore, router: RouterAdmin | None):
     from quantroute.rollout.service import RolloutService
 
-    admin = RouterAdmin(router_url, token) if router_url and token else None
-    return RolloutService(store, router=admin)
+    return RolloutService(store, router=router)
 
 
 def rollout_action(*, service: Any, actor: str, action: str, model: str, **kwargs: Any) -> Any:

@@ -38,9 +38,16 @@ def store() -> PolicyStore:
     return PolicyStore(settings().policies_dir, engine())
 
 
+@st.cache_resource(show_spinner=False)
+def _router(urls: str, token: str | None) -> RouterAdmin:
+    # One pooled client per process, like the engine: a client made per render would leave its connections
+    # to the garbage collector.
+    return RouterAdmin(urls, token)
+
+
 def router() -> RouterAdmin | None:
     s = settings()
-    return RouterAdmin(s.router_url, s.admin_token) if s.router_url else None
+    return _router(s.router_url, s.admin_token) if s.router_url else None
 
 
 # ---- cached queries (keyed by the DB URL so two dashboards in one process never share results) -----------

@@ -41,8 +41,11 @@ def test_two_replicas_share_one_postgres_schema(tmp_path, pg_url):
             wait_for(lambda: all(n["healthy"] for n in admin.nodes()), "every node healthy on both replicas")
 
             def served_by_each() -> list[float] | None:  # each replica has its own traffic generator
-                per = [sum(counter_by_label(RouterAdmin(u, stack.admin_token).metrics_text(),
-                                            "quantroute_requests_total", "tier").values()) for u in stack.router_urls]
+                per = []
+                for u in stack.router_urls:
+                    with RouterAdmin(u, stack.admin_token) as one:
+                        per.append(sum(counter_by_label(one.metrics_text(), "quantroute_requests_total",
+                                                        "tier").values()))
                 return per if all(per) else None
 
             wait_for(served_by_each, "requests through both replicas")

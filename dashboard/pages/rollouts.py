@@ -13,8 +13,7 @@ from dashboard import actions, charts, data, ui
 
 
 def service():
-    s = data.settings()
-    return actions.rollout_service(data.store(), s.router_url, s.admin_token)
+    return actions.rollout_service(data.store(), data.router())
 
 
 def _do(svc, action: str, model: str, **kw) -> None:

@@ -93,6 +93,12 @@ class RouterAdmin:
     def close(self) -> None:
         self._client.close()
 
+    def __enter__(self) -> "RouterAdmin":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 def _message(resp: httpx.Response) -> str:
     try:

@@ -67,7 +67,8 @@ def test_two_replicas_through_one_client(make_settings, pg_url):
                 client.sessions()
             with pytest.raises(RouterUnavailable, match="did not reach every replica"):
                 client.unpin("s-second")
-            assert "s-second" not in {p["session_key"] for p in RouterAdmin(u1, TOKEN).sessions()}
+            with RouterAdmin(u1, TOKEN) as one:
+                assert "s-second" not in {p["session_key"] for p in one.sessions()}
         finally:
             client.close()
 
