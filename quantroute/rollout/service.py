@@ -38,8 +38,8 @@ from quantroute.policy.store import PolicyStore
 from quantroute.rollout import checklist as cl
 from quantroute.rollout import facts, machine, traffic, versions
 from quantroute.rollout.guards import GuardVerdict, Window, evaluate
-from quantroute.rollout.machine import Phase
 from quantroute.rollout.errors import RolloutConflict, RolloutRefused
+from quantroute.rollout.machine import Phase
 from quantroute.rollout.pins import release_candidate_pins
 from quantroute.rollout.status import RolloutStatus
 from quantroute.router.admin_client import RouterAdmin
@@ -201,8 +201,7 @@ class RolloutService:
                 # someone rolled it back (or promoted it) meanwhile: nothing left for this breach to do
             return v
         if row.breach_streak:
-            self._reset_streak(row)
-            row = self._by_id(row.id)  # type: ignore[arg-type]
+            row = self._reset_streak(row)
         try:
             if v.status == "inconclusive":
                 if row.phase == Phase.progressing.value and not row.message.startswith("held"):
@@ -229,13 +228,15 @@ class RolloutService:
                     detail={"verdict": breach}, changes=changes)
         return count, limit
 
-    def _reset_streak(self, row: db.Rollout) -> None:
-        """A passing or inconclusive evaluation ends a run of breaches (bookkeeping only: no event; a lost
-        compare-and-swap is fine, the next evaluation judges the rollout as it is then)."""
+    def _reset_streak(self, row: db.Rollout) -> db.Rollout:
+        """A passing or inconclusive evaluation ends a run of breaches (bookkeeping only: no event). Returns
+        the row as now stored: the reset one, or whatever another actor wrote first."""
+        new = db.Rollout(**{**row.model_dump(), "breach_streak": 0})
         with db_session(self.engine) as s:
-            if db.swap_rollout(session=s, rollout=db.Rollout(**{**row.model_dump(), "breach_streak": 0}),
-                               revision=row.revision):
+            if db.swap_rollout(session=s, rollout=new, revision=row.revision):
                 s.commit()
+                return new
+        return self._by_id(row.id)  # type: ignore[arg-type]
 
     def _verdict(self, row: db.Rollout) -> GuardVerdict:
         spec, policy = self._spec(row)
