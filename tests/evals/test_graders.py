@@ -68,7 +68,7 @@ def test_code_grader_runs_the_answers_function():
     ("    import urllib.request\n    urllib.request.urlopen('http://127.0.0.1:9/')\n    return a + b", "socket"),
     ("    import os\n    os.fork()\n    return a + b", "os.fork"),
     ("    import os\n    os.system('touch /tmp/qr-sandbox-pwned')\n    return a + b", "os.system"),
-    ("    import shutil\n    shutil.rmtree('/tmp/qr-sandbox-victim')\n    return a + b", "not allowed"),
+    ("    import shutil\n    shutil.rmtree('/usr/share/doc')\n    return a + b", "not allowed"),
     ("    x = 'a' * (4 << 30)\n    return a + b", "MemoryError"),
 ])
 def test_hostile_code_is_contained(tmp_path, body, why):
