@@ -86,6 +86,11 @@ def decode(value: Any, depth: int = 0) -> Any:
             return Opaque(str(body))
         if tag == "bytes" and type(body) is str:
             return bytes.fromhex(body)
+        if tag == "dict" and type(body) is list:
+            try:
+                return {decode(k, depth + 1): decode(v, depth + 1) for k, v in (_pair(p) for p in body)}
+            except TypeError:  # an unhashable (opaque) key, or not a pair
+                return Opaque("dict")
         if type(body) is list:
             items = [decode(v, depth + 1) for v in body]
             try:
@@ -97,8 +102,6 @@ def decode(value: Any, depth: int = 0) -> Any:
                     return set(items)
                 if tag == "frozenset":
                     return frozenset(items)
-                if tag == "dict":
-                    return {k: v for k, v in (_pair(p) for p in items)}
             except TypeError:  # an unhashable (opaque) element in a set or as a key
                 return Opaque(tag)
     return Opaque("malformed")
@@ -177,7 +180,7 @@ def split(test: str) -> ProbeProgram:
     return ProbeProgram(original=test, child_source=ast.unparse(tree), checks=splitter.checks)
 
 
-class TestOutcome(BaseModel):
+class ChildReport(BaseModel):
     """What the child reported for one test: the probed values of each assert it ran, and how the test ended."""
     records: list[tuple[int, list[Any]]] = []
     error: str | None = None  # "TypeError: ..." when the test raised; None when it ran to its end
@@ -200,7 +203,7 @@ def _holds(check: Check, values: list[Any]) -> bool:
 _OP_TYPES = {name: t for t, name in _OP_NAMES.items()}
 
 
-def verdict(program: ProbeProgram, outcome: TestOutcome) -> str | None:
+def verdict(program: ProbeProgram, outcome: ChildReport) -> str | None:
     """None when the test passed; otherwise why not, in one line. Decided here from plain values only."""
     if outcome.error is not None:
         return f"{program.original[:120]} -> {outcome.error}"

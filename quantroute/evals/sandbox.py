@@ -173,7 +173,7 @@ def grade(programs: list[probes.ProbeProgram], messages: list[dict], stderr: str
             failures.append(f"{program.original[:120]} -> {len(reports)} reports (expected 1)")
             continue
         try:
-            outcome = probes.TestOutcome.model_validate({"records": reports[0].get("records", []),
+            outcome = probes.ChildReport.model_validate({"records": reports[0].get("records", []),
                                                          "error": reports[0].get("error")})
         except ValueError:
             failures.append(f"{program.original[:120]} -> malformed report")
