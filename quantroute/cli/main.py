@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "router": "quantroute.cli.router:router",
     "node": "quantroute.cli.node:node",
     "rollout": "quantroute.cli.rollout:rollout",
+    "controller": "quantroute.cli.controller:controller",
     "loadtest": "quantroute.cli.loadtest:loadtest",
     "user": "quantroute.cli.user:user",
 }

@@ -19,7 +19,7 @@ def _aware(dt: datetime | None) -> datetime | None:
 
 
 # Phases of a rollout that still owns its model's canary (machine.Phase minus the terminal ones).
-LIVE_PHASES = ("gated", "awaiting-approval", "progressing", "paused")
+LIVE_PHASES = ("gated", "awaiting-approval", "progressing", "paused", "rolling-back")
 _LIVE = text("phase IN (%s)" % ", ".join(f"'{p}'" for p in LIVE_PHASES))
 
 
@@ -58,10 +58,21 @@ class Rollout(SQLModel, table=True):
     revision: int = 0
     # Consecutive breaching guard evaluations; the rollback comes at the canary's guards.failure_limit.
     breach_streak: int = 0
+    # Desired vs observed: `policy_version` is the version that carries the desired percent; `observed_version`
+    # is set only once that version was seen active (by the actor that activated it, or the controller's next
+    # pass). Written outside the compare-and-swap (see `mark_observed`), so it never bumps `revision`.
+    observed_version: int | None = None
+    observed_at: datetime | None = None
 
     def fix_times(self) -> "Rollout":
         self.started_at, self.updated_at, self.step_at = map(_aware, (self.started_at, self.updated_at, self.step_at))
+        self.observed_at = _aware(self.observed_at)
         return self
+
+    @property
+    def converged(self) -> bool:
+        """The router-visible state is the desired one (nothing for a controller to finish)."""
+        return self.policy_version is None or self.observed_version == self.policy_version
 
 
 class RolloutEvent(SQLModel, table=True):
@@ -112,7 +123,7 @@ def swap_rollout(*, session: Session, rollout: Rollout, revision: int) -> bool:
     """Compare-and-swap: write `rollout`'s status as revision `revision + 1`, only if the stored row is still
     at `revision`. False when another actor wrote it meanwhile (nothing is written; the caller re-reads).
     One UPDATE ... WHERE revision = :seen, so SQLite's writer lock and PostgreSQL's row lock decide the race."""
-    values = rollout.model_dump(exclude={"id", "revision"})
+    values = rollout.model_dump(exclude={"id", "revision", "observed_version", "observed_at"})
     values["revision"] = revision + 1
     table = Rollout.__table__  # type: ignore[attr-defined]
     result = session.execute(update(table).where(table.c.id == rollout.id, table.c.revision == revision)
@@ -121,6 +132,25 @@ def swap_rollout(*, session: Session, rollout: Rollout, revision: int) -> bool:
         return False
     rollout.revision = revision + 1
     return True
+
+
+def mark_observed(*, session: Session, rollout_id: int, version: int) -> bool:
+    """Record that `version` was seen active, only while it is still the rollout's desired version (a later
+    transition's own activation records itself). Idempotent; no revision bump, so no status write loses a race."""
+    table = Rollout.__table__  # type: ignore[attr-defined]
+    result = session.execute(update(table).where(table.c.id == rollout_id, table.c.policy_version == version)
+                             .values(observed_version=version, observed_at=utcnow()))
+    return result.rowcount == 1
+
+
+def unconverged(*, session: Session) -> list[Rollout]:
+    """Rollouts whose desired version is not yet observed active, any phase (a promotion or rollback whose
+    activation did not happen is unfinished work), and every live one."""
+    q = select(Rollout).where((Rollout.phase.in_(LIVE_PHASES))  # type: ignore[attr-defined]
+                              | ((Rollout.policy_version.is_not(None))  # type: ignore[union-attr]
+                                 & ((Rollout.observed_version.is_(None))  # type: ignore[union-attr]
+                                    | (Rollout.observed_version != Rollout.policy_version))))
+    return [r.fix_times() for r in session.exec(q.order_by(Rollout.id))]  # type: ignore[arg-type]
 
 
 def current_rollout(*, session: Session, model: str) -> Rollout | None:

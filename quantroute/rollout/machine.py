@@ -4,7 +4,11 @@ Like Argo Rollouts, the spec (steps, guards) lives in the policy and the status 
 the database; this module only decides. Every action has one case; every refusal says why and what would be
 allowed. A transition says whether it changes traffic, so the service knows when to write a policy version.
 
-Phases: gated -> awaiting-approval -> progressing <-> paused -> promoted; any live phase -> rolled-back."""
+Phases: gated -> awaiting-approval -> progressing <-> paused -> promoted; any live phase (and promoted) ->
+rolling-back -> rolled-back. A rollback is decided in one step but said in two: `rolling-back` is written with the
+version that sends traffic back, and only `TrafficMoved` (once that version is active) makes it `rolled-back`,
+so a crash between the status write and the activation leaves a rollout that says what is true, and the
+controller's next pass completes it."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ class Phase(str, Enum):
     progressing = "progressing"
     paused = "paused"
     promoted = "promoted"
+    rolling_back = "rolling-back"  # decided; the version sending traffic back is not confirmed active yet
     rolled_back = "rolled-back"
 
     @property
@@ -26,7 +31,7 @@ class Phase(str, Enum):
         return self in (Phase.promoted, Phase.rolled_back)
 
 
-LIVE = (Phase.gated, Phase.awaiting_approval, Phase.progressing, Phase.paused)
+LIVE = (Phase.gated, Phase.awaiting_approval, Phase.progressing, Phase.paused, Phase.rolling_back)
 GuardStatus = Literal["pass", "breach", "inconclusive"]
 
 
@@ -113,15 +118,21 @@ class DwellElapsed:
     why: str = ""
 
 
+@dataclass(frozen=True)
+class TrafficMoved:
+    """The version that sends traffic back to the baseline is active (observed, not assumed)."""
+    version: int
+
+
 Action = Union[Start, EvalPassed, Approve, Step, Pause, Resume, Promote, Rollback, GuardBreach,
-               GuardInconclusive, DwellElapsed]
+               GuardInconclusive, DwellElapsed, TrafficMoved]
 ACTIONS: tuple[type, ...] = Action.__args__  # type: ignore[attr-defined]
 
 
 def action_name(action: Action | type) -> str:
     cls = action if isinstance(action, type) else type(action)
     return {"EvalPassed": "eval_passed", "GuardBreach": "guard_breach", "GuardInconclusive": "guard_inconclusive",
-            "DwellElapsed": "dwell_elapsed"}.get(cls.__name__, cls.__name__.lower())
+            "DwellElapsed": "dwell_elapsed", "TrafficMoved": "traffic_moved"}.get(cls.__name__, cls.__name__.lower())
 
 
 @dataclass(frozen=True)
@@ -150,6 +161,7 @@ def allowed_actions(phase: Phase | None) -> tuple[str, ...]:
                             "dwell_elapsed"),
         Phase.paused: ("resume", "rollback", "guard_breach", "promote"),
         Phase.promoted: ("start", "rollback"),
+        Phase.rolling_back: ("traffic_moved",),
         Phase.rolled_back: ("start",),
     }[phase]
 
@@ -179,7 +191,9 @@ def _not_now(state: State, name: str) -> str:
         "pause": "only a progressing canary can be paused",
         "resume": "only a paused canary can be resumed",
         "promote": "promotion needs a progressing or paused canary at its last step",
-        "rollback": "nothing to roll back",
+        "rollback": ("it is already rolling back; the controller completes it once the baseline's version is "
+                     "active" if state.phase == Phase.rolling_back else "nothing to roll back"),
+        "traffic_moved": "only a rollback waits for its traffic to move",
         "guard_breach": "guards only watch a canary with traffic",
         "guard_inconclusive": "guards only hold a progressing canary",
         "dwell_elapsed": "auto-advance only moves a progressing canary",
@@ -265,16 +279,21 @@ def _promote(state: State, a: Promote) -> Outcome:
 
 def _rollback(state: State, a: Rollback) -> Outcome:
     reason = a.reason or "manual rollback"
-    return Transition(replace(state, phase=Phase.rolled_back, percent=0.0), True,
-                      f"rolled back from {_pct(state.percent)}: {reason}", aborted=reason)
+    return Transition(replace(state, phase=Phase.rolling_back, percent=0.0), True,
+                      f"rolling back from {_pct(state.percent)}: {reason}", aborted=reason)
+
+
+def _traffic_moved(state: State, a: TrafficMoved) -> Outcome:
+    return Transition(replace(state, phase=Phase.rolled_back), False,
+                      f"rolled back: policy version {a.version} is active, new sessions go to the baseline")
 
 
 def _breach(state: State, a: GuardBreach) -> Outcome:
     if a.count < a.limit:
         return Transition(state, False, f"guard breach {a.count} of {a.limit} at {_pct(state.percent)}, holding "
                                         f"the step (rollback at {a.limit}): {a.summary}")
-    return Transition(replace(state, phase=Phase.rolled_back, percent=0.0), True,
-                      f"guard breach at {_pct(state.percent)}, rolled back automatically: {a.summary}",
+    return Transition(replace(state, phase=Phase.rolling_back, percent=0.0), True,
+                      f"guard breach at {_pct(state.percent)}, rolling back automatically: {a.summary}",
                       aborted=f"guard breach: {a.summary}")
 
 
@@ -284,7 +303,7 @@ def _inconclusive(state: State, a: GuardInconclusive) -> Outcome:
 
 _HANDLERS = {Start: _start, EvalPassed: _eval_passed, Approve: _approve, Step: _step, Pause: _pause,
              Resume: _resume, Promote: _promote, Rollback: _rollback, GuardBreach: _breach,
-             GuardInconclusive: _inconclusive, DwellElapsed: _dwell}
+             GuardInconclusive: _inconclusive, DwellElapsed: _dwell, TrafficMoved: _traffic_moved}
 
 
 def _pct(x: float) -> str:

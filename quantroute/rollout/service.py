@@ -10,11 +10,17 @@ raises `RolloutRefused` with the machine's reason.
     svc.step("llama3-8b", by="alice")    # next percent, only when the guards pass
     svc.evaluate_guards("llama3-8b")     # breach -> automatic rollback; pass + dwell -> auto-advance
     svc.rollback("llama3-8b", by="alice", reason="...")   # any phase, no approval, at once
+    svc.reconcile("llama3-8b")           # the controller's pass: finish unfinished traffic, gate, guards
 
 Every transition that changes traffic writes a new policy version (author `rollout`) and activates it: steps
 and the promotion are approved on the store by the rollout's reviewer (their approval covers its steps);
 rollbacks use the store's emergency activation, which needs no approval and is recorded as such. The router
 hot-reloads the active version from the pointer file at once and from the DB within its poll interval.
+
+Desired vs observed: the row's `policy_version` is the desired traffic; `observed_version` is set once that
+version was seen active. A rollback is written as `rolling-back` and becomes `rolled-back` only after its version
+is observed active; a crash in between (or a failed activation) is completed by `reconcile`, which the
+controller calls for every unfinished rollout on every pass.
 
 Several actors may act on one rollout at once (a `guards --watch` loop, people on the CLI and the dashboard).
 Each status write is a compare-and-swap on the row's revision; the loser re-reads: a rollback or a guard
@@ -36,7 +42,8 @@ from quantroute.db.engine import session as db_session
 from quantroute.policy.model import CanarySpec, Policy
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout import checklist as cl
-from quantroute.rollout import facts, machine, traffic, versions
+from quantroute.db import notification as outbox
+from quantroute.rollout import facts, machine, notify, traffic, versions
 from quantroute.rollout.guards import GuardVerdict, Window, evaluate
 from quantroute.rollout.errors import RolloutConflict, RolloutRefused
 from quantroute.rollout.machine import Phase
@@ -48,6 +55,7 @@ __all__ = ["RolloutConflict", "RolloutRefused", "RolloutService", "RolloutStatus
 
 SYSTEM = traffic.SYSTEM  # author of the policy versions a rollout writes
 GUARD_ACTOR = "rollout-guard"
+CONTROLLER = "controller"  # the actor of everything `quantroute controller` does
 MAX_RACES = 5  # lost compare-and-swaps before an action gives up
 # After losing a race these actions are decided again on the fresh row (sending traffic back to the baseline
 # stays right whatever happened meanwhile); every other action is refused when the phase or step moved.
@@ -56,12 +64,18 @@ REDECIDE = (machine.Rollback, machine.GuardBreach)
 
 class RolloutService:
     def __init__(self, store: PolicyStore, *, router: RouterAdmin | None = None,
-                 clock: Callable[[], datetime] = utcnow, target_concurrency: int | None = None) -> None:
+                 clock: Callable[[], datetime] = utcnow, target_concurrency: int | None = None,
+                 actor_detail: dict[str, Any] | None = None,
+                 after_status_write: Callable[[db.Rollout], None] | None = None) -> None:
         self.store = store
         self.engine = store.engine
         self.router = router
         self.clock = clock
         self.target_concurrency = target_concurrency
+        self.actor_detail = actor_detail or {}  # added to every event this service writes (the controller's name)
+        # Called after a traffic transition's status row committed and before its version is activated: the
+        # point where a crash used to leave a rollout claiming traffic that never moved (fault injection).
+        self.after_status_write = after_status_write
 
     # ---- actions -----------------------------------------------------------------------------------------
 
@@ -196,22 +210,24 @@ class RolloutService:
             try:
                 self._breach(row, by, v)
             except RolloutRefused:
-                if not Phase(self._by_id(row.id).phase).terminal:  # type: ignore[arg-type]
+                now_phase = Phase(self._by_id(row.id).phase)  # type: ignore[arg-type]
+                if not (now_phase.terminal or now_phase == Phase.rolling_back):
                     raise
                 # someone rolled it back (or promoted it) meanwhile: nothing left for this breach to do
             return v
         if row.breach_streak:
             row = self._reset_streak(row)
         try:
+            figures = {"verdict": v.model_dump(mode="json")}
             if v.status == "inconclusive":
                 if row.phase == Phase.progressing.value and not row.message.startswith("held"):
-                    self._apply(row, by, machine.GuardInconclusive(summary=v.summary))
+                    self._apply(row, by, machine.GuardInconclusive(summary=v.summary), detail=figures)
             else:
                 spec, _ = self._spec(row)
                 dwelt = (self.clock() - row.step_at).total_seconds()
                 if (spec.auto_advance_s and row.phase == Phase.progressing.value and dwelt >= spec.auto_advance_s
                         and row.step_index < len(row.steps) - 1):
-                    self._apply(row, by, machine.DwellElapsed(guards="pass", why=v.summary))
+                    self._apply(row, by, machine.DwellElapsed(guards="pass", why=v.summary), detail=figures)
         except RolloutConflict:
             pass  # a person acted meanwhile: the next evaluation judges the rollout as it is now
         return v
@@ -259,6 +275,103 @@ class RolloutService:
                                     since=row.started_at)
             failure = fresh.failed
         return evaluate(base, cand, g, window, eval_failure=failure)
+
+    # ---- reconciliation (the controller) ---------------------------------------------------------------------
+
+    def reconcile(self, model: str, *, by: str = CONTROLLER) -> list[str]:
+        """One pass over `model`'s newest rollout, idempotent: make the router-visible traffic match the desired
+        state (activate a version a crash left unactivated), finish a rollback whose traffic moved, open the eval
+        gate when a passing run exists, and evaluate the guards (breach -> rollback after failure_limit, dwell ->
+        advance). Returns what it did, one line per action (empty: nothing to do)."""
+        row = self._row(model)
+        if row is None:
+            return []
+        done: list[str] = []
+        if not row.converged:
+            healed = self._heal(row, by)
+            if healed:
+                done.append(healed)
+            row = self._by_id(row.id)  # type: ignore[arg-type]
+        if row.phase == Phase.rolling_back.value:
+            after = self._finish_rollback(row, by)
+            if after.phase != row.phase:
+                done.append(after.message)
+            return done
+        before = (row.phase, row.percent, row.revision)
+        if row.phase == Phase.gated.value:
+            try:
+                self.check_gate(model, by=by)
+            except RolloutRefused:
+                pass  # the gate stays closed until a passing eval run exists
+        elif row.phase in (Phase.progressing.value, Phase.paused.value):
+            self.evaluate_guards(model, by=by)
+        after = self._by_id(row.id)  # type: ignore[arg-type]
+        if (after.phase, after.percent) != before[:2] or (after.revision != before[2]
+                                                           and after.message != row.message):
+            done.append(after.message)
+        return done
+
+    def _heal(self, row: db.Rollout, by: str) -> str | None:
+        """The row's desired version is not observed active. When it is newer than the active one it was written
+        and never activated (a crash or an activation error): activate it. A rollback whose version was overtaken
+        by a later activation gets a new version at 0 % (sending traffic back is right whatever happened). Any
+        other drift (a person activated another version) is not the controller's to undo."""
+        if traffic.observed(self.store, row):
+            self._observe(row)
+            return None
+        v_active, want = self.store.active_version(), row.policy_version
+        rollback = row.phase in (Phase.rolling_back.value, Phase.rolled_back.value)
+        if want is not None and want > v_active:
+            traffic.activate(self.store, row, want, by=by, rollback=rollback)
+            what = (f"activated policy version {want} ({row.phase} at {row.percent:g}%), written but never "
+                    f"activated: version {v_active} was active")
+        elif row.phase == Phase.rolling_back.value:
+            out = machine.Transition(self._state(row), True, row.message)
+            want, written = traffic.write(self.store, row, out, "reconcile", by)
+            if written:
+                traffic.activate(self.store, row, want, by=by, rollback=True)
+            new = db.Rollout(**{**row.model_dump(), "policy_version": want})
+            with db_session(self.engine) as s:
+                if not db.swap_rollout(session=s, rollout=new, revision=row.revision):
+                    return None  # someone else moved it: the next pass looks again
+                s.commit()
+            row = new
+            what = (f"rollback's version was overtaken by version {v_active}; wrote and activated version {want} "
+                    "with the canary at 0%")
+        else:
+            return None
+        with db_session(self.engine) as s:
+            self._event(s, row, by, "reconcile", row.phase, row.percent, v_active, want, what,
+                        {"found_active": v_active, "desired": want, "phase": row.phase, "percent": row.percent})
+            s.commit()
+        self._observe(row)
+        return what
+
+    def _observe(self, row: db.Rollout) -> bool:
+        if row.policy_version is None or not traffic.observed(self.store, row):
+            return False
+        with db_session(self.engine) as s:
+            db.mark_observed(session=s, rollout_id=row.id, version=row.policy_version)  # type: ignore[arg-type]
+            s.commit()
+        return True
+
+    def _finish_rollback(self, row: db.Rollout, by: str) -> db.Rollout:
+        """rolling-back -> rolled-back once its version is observed active; then candidate pins go back to the
+        baseline. Returns the row as it stands (still rolling-back when traffic has not moved)."""
+        if row.phase != Phase.rolling_back.value or not self._observe(row):
+            return row
+        try:
+            row = self._apply(row, by, machine.TrafficMoved(version=row.policy_version or 0),
+                              detail={"observed_version": row.policy_version})
+        except RolloutRefused:
+            return self._by_id(row.id)  # type: ignore[arg-type]  # another actor finished it first
+        released = release_candidate_pins(self.engine, model=row.model, router=self.router)
+        if released:
+            with db_session(self.engine) as s:
+                audit.record(s, actor=by, action="rollout.release_pins", subject=row.model,
+                             detail={"rollout_id": row.id, "sessions": released})
+                s.commit()
+        return row
 
     # ---- reading -----------------------------------------------------------------------------------------
 
@@ -413,29 +526,37 @@ class RolloutService:
             self._event(s, new, by, name, row.phase, row.percent, v_active, v_after if out.traffic else v_active,
                         out.message, detail)
             s.commit()
-        rolled_back = out.state.phase == Phase.rolled_back
+        if self.after_status_write is not None:
+            self.after_status_write(new)
+        rolling_back = out.state.phase == Phase.rolling_back
         if written:
-            traffic.activate(self.store, new, v_after, by=by, rollback=rolled_back)  # type: ignore[arg-type]
+            traffic.activate(self.store, new, v_after, by=by, rollback=rolling_back)  # type: ignore[arg-type]
         if out.traffic:
             traffic.settle(self.store, self.engine, rollout_id=new.id, revision=new.revision, by=by)  # type: ignore[arg-type]
-        if rolled_back:
-            released = release_candidate_pins(self.engine, model=new.model, router=self.router)
-            if released:
-                with db_session(self.engine) as s:
-                    audit.record(s, actor=by, action="rollout.release_pins", subject=new.model,
-                                 detail={"rollout_id": new.id, "sessions": released})
-                    s.commit()
+            self._observe(new)
+        if rolling_back:
+            return self._finish_rollback(new, by)
         return new
 
     def _event(self, s, row: db.Rollout, by: str, name: str, phase_before: str | None, pct_before: float,
                v_before: int | None, v_after: int | None, message: str, detail: dict | None = None) -> None:
-        db.add_event(session=s, event=db.RolloutEvent(
+        """The rollout event, its audit row (with the figures that caused it) and, for the events people want to
+        hear about, the notifications: all in the caller's transaction, so they commit with the status or not."""
+        detail = {**self.actor_detail, **(detail or {})}
+        ev = db.add_event(session=s, event=db.RolloutEvent(
             rollout_id=row.id, actor=by, action=name, phase_before=phase_before, phase_after=row.phase,  # type: ignore[arg-type]
             percent_before=pct_before, percent_after=row.percent, version_before=v_before, version_after=v_after,
-            message=message, detail=detail or {}))
+            message=message, detail=detail))
         audit.record(s, actor=by, action=f"rollout.{name}", subject=row.model, version_before=v_before,
                      version_after=v_after, detail={"rollout_id": row.id, "candidate": row.candidate,
-                                                    "phase": row.phase, "percent": row.percent, "message": message})
+                                                    "phase": row.phase, "percent": row.percent, "message": message,
+                                                    **detail})
+        for kind in notify.kinds_for(name, row.phase):
+            outbox.enqueue(session=s, kind=kind, rollout_id=row.id, payload=notify.payload(
+                kind, model=row.model, rollout_id=row.id, candidate=row.candidate, baseline=row.baseline, actor=by,
+                action=name, at=ev.at.isoformat(), message=message, phase_before=phase_before,
+                phase_after=row.phase, percent_before=pct_before, percent_after=row.percent,
+                version_before=v_before, version_after=v_after, detail=detail))
 
 
 def _at(entry: dict) -> datetime:

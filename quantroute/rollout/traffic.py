@@ -31,7 +31,8 @@ def write(store: PolicyStore, row: db.Rollout, out: machine.Transition, name: st
         active = store.active()
         if out.state.phase == Phase.promoted:
             policy = versions.promoted(active, row.model)
-        elif out.state.phase == Phase.rolled_back and row.phase == Phase.promoted.value:
+        elif out.state.phase == Phase.rolling_back and active.canary_for(row.model) is None:
+            # the active version has no canary for the model: it is the promotion being rolled back
             policy = versions.restored(active, store.load(row.start_version), row.model)  # type: ignore[arg-type]
         else:
             spec = active.canary_for(row.model)
@@ -45,6 +46,17 @@ def write(store: PolicyStore, row: db.Rollout, out: machine.Transition, name: st
             if attempt == 2:
                 raise
     raise AssertionError("unreachable")
+
+
+def observed(store: PolicyStore, row: db.Rollout) -> bool:
+    """The router-visible state is the row's desired state: its version is the active one, or (for a canary
+    that is not promoted) the active version carries the same candidate at the same percent."""
+    if row.policy_version is None or store.active_version() == row.policy_version:
+        return True
+    if row.phase == Phase.promoted.value:
+        return False
+    spec = store.active().canary_for(row.model)
+    return spec is not None and spec.candidate == row.candidate and spec.percent == row.percent
 
 
 def activate(store: PolicyStore, row: db.Rollout, version: int, *, by: str, rollback: bool) -> None:

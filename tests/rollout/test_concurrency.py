@@ -133,7 +133,7 @@ def test_rollback_racing_a_step_always_ends_rolled_back(progressing, store, engi
     st = progressing.status(MODEL)
     assert (st.phase, st.percent) == ("rolled-back", 0)
     done = [e["action"] for e in st.events if not e["refused"]]
-    assert done[-1] == "rollback" and done[:3] == ["start", "eval_passed", "approve"]
+    assert done[-2:] == ["rollback", "traffic_moved"] and done[:3] == ["start", "eval_passed", "approve"]
     assert in_force(store) == 0
 
 
@@ -206,7 +206,7 @@ def test_a_breach_found_while_a_person_rolls_back_leaves_one_rollback(progressin
     assert v.status == "breach"
     st = ann.status(MODEL)
     assert (st.phase, st.aborted_reason) == ("rolled-back", "saw the errors first")
-    assert [e["action"] for e in st.events if not e["refused"]][-1] == "rollback"
+    assert [e["action"] for e in st.events if not e["refused"]][-2:] == ["rollback", "traffic_moved"]
     assert sum(e["action"] == "guard_breach" and not e["refused"] for e in st.events) == 0
     assert in_force(store) == 0
 

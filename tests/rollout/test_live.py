@@ -89,7 +89,8 @@ def test_bad_candidate_is_rolled_back_by_its_guard(live, sim, db_engine, store, 
     st = svc.status(MODEL)
     assert st.phase == "rolled-back" and guard in st.aborted_reason
     assert st.breach["window"]["start"] and st.breach["candidate"]["requests"] >= 10
-    assert st.events[-1]["actor"] == "rollout-guard" and st.events[-1]["action"] == "guard_breach"
+    assert [(e["actor"], e["action"]) for e in st.events[-2:]] == [("rollout-guard", "guard_breach"),
+                                                                    ("rollout-guard", "traffic_moved")]
     wait_version(url, st.policy_version)
     assert store.active().canary_for(MODEL).percent == 0
     rs = send(url, sessions(100))

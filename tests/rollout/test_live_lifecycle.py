@@ -93,4 +93,4 @@ def test_rolling_back_a_promotion_restores_the_previous_baseline(live, db_engine
         rs = send(url, batch)
         assert all(r.status_code == 200 for r in rs)
         assert {r.headers["x-quantroute-deployment"] for r in rs} == {BASE}
-    assert [e["action"] for e in st.events if not e["refused"]][-2:] == ["promote", "rollback"]
+    assert [e["action"] for e in st.events if not e["refused"]][-3:] == ["promote", "rollback", "traffic_moved"]

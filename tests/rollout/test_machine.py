@@ -26,21 +26,23 @@ SAMPLE: dict[type, m.Action] = {
     m.GuardBreach: m.GuardBreach(summary="error_rate: 9%"),
     m.GuardInconclusive: m.GuardInconclusive(summary="3/50"),
     m.DwellElapsed: m.DwellElapsed(guards="pass"),
+    m.TrafficMoved: m.TrafficMoved(version=4),
 }
 
 # (phase, step index) -> {action: expected phase after, or None for a refusal}
-P, G, A, PR, PA, PM, RB = None, Phase.gated, Phase.awaiting_approval, Phase.progressing, Phase.paused, \
-    Phase.promoted, Phase.rolled_back
+P, G, A, PR, PA, PM, RG, RB = None, Phase.gated, Phase.awaiting_approval, Phase.progressing, Phase.paused, \
+    Phase.promoted, Phase.rolling_back, Phase.rolled_back
 TABLE: dict[tuple[Phase | None, int], dict[type, Phase | None]] = {
     (P, -1): {m.Start: G},
-    (G, -1): {m.EvalPassed: A, m.Rollback: RB},
-    (A, -1): {m.Approve: PR, m.Rollback: RB},
-    (PR, 1): {m.Step: PR, m.Pause: PA, m.Rollback: RB, m.GuardBreach: RB, m.GuardInconclusive: PR,
+    (G, -1): {m.EvalPassed: A, m.Rollback: RG},
+    (A, -1): {m.Approve: PR, m.Rollback: RG},
+    (PR, 1): {m.Step: PR, m.Pause: PA, m.Rollback: RG, m.GuardBreach: RG, m.GuardInconclusive: PR,
               m.DwellElapsed: PR},  # promote refused: not at the last step
-    (PR, 3): {m.Pause: PA, m.Promote: PM, m.Rollback: RB, m.GuardBreach: RB, m.GuardInconclusive: PR},
-    (PA, 1): {m.Resume: PR, m.Rollback: RB, m.GuardBreach: RB},
-    (PA, 3): {m.Resume: PR, m.Rollback: RB, m.GuardBreach: RB, m.Promote: PM},
-    (PM, 3): {m.Start: G, m.Rollback: RB},
+    (PR, 3): {m.Pause: PA, m.Promote: PM, m.Rollback: RG, m.GuardBreach: RG, m.GuardInconclusive: PR},
+    (PA, 1): {m.Resume: PR, m.Rollback: RG, m.GuardBreach: RG},
+    (PA, 3): {m.Resume: PR, m.Rollback: RG, m.GuardBreach: RG, m.Promote: PM},
+    (PM, 3): {m.Start: G, m.Rollback: RG},
+    (RG, -1): {m.TrafficMoved: RB},  # a second rollback is refused: it is under way
     (RB, -1): {m.Start: G},
 }
 CASES = [(ph, i, cls) for (ph, i) in TABLE for cls in m.ACTIONS]
@@ -125,4 +127,15 @@ def test_a_breach_below_the_failure_limit_holds_and_at_it_rolls_back(phase):
     assert isinstance(held, Transition) and held.state == state(phase, 1) and not held.traffic
     assert held.aborted is None and "guard breach 1 of 2 at 5%, holding the step" in held.message
     rb = decide(state(phase, 1), m.GuardBreach(summary="error_rate: 9% > 2%", count=2, limit=2))
-    assert rb.state.phase == RB and rb.traffic and rb.aborted == "guard breach: error_rate: 9% > 2%"
+    assert rb.state.phase == RG and rb.traffic and rb.aborted == "guard breach: error_rate: 9% > 2%"
+
+
+def test_a_rollback_is_said_done_only_when_its_traffic_moved():
+    """Rolling back is two transitions: the decision (traffic changes, phase rolling-back, still live) and the
+    observation that the version sending traffic back is active (rolling-back -> rolled-back, no traffic)."""
+    rb = decide(state(PR, 1), m.Rollback(reason="bad"))
+    assert rb.state.phase == RG and rb.traffic and not rb.state.phase.terminal and "rolling back" in rb.message
+    again = decide(rb.state, m.Rollback(reason="again"))
+    assert isinstance(again, Refusal) and "already rolling back" in again.reason
+    done = decide(rb.state, m.TrafficMoved(version=7))
+    assert done.state.phase == RB and not done.traffic and "version 7 is active" in done.message
