@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, UniqueConstraint
 from sqlmodel import Field, Session, SQLModel, select
 
 from quantroute.db.audit import utcnow
@@ -28,7 +28,8 @@ class WebhookDelivery(SQLModel, table=True):
     """One notification to one URL: pending (with the time of the next try), delivered, or failed for good."""
 
     __tablename__ = "webhook_delivery"
-    __table_args__ = (UniqueConstraint("notification_id", "url", name="uq_webhook_delivery"),)
+    __table_args__ = (UniqueConstraint("notification_id", "url", name="uq_webhook_delivery"),
+                      Index("ix_webhook_delivery_url_status", "url", "status"))
     id: int | None = Field(default=None, primary_key=True)
     notification_id: int = Field(foreign_key="notification.id")
     url: str
