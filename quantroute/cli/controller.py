@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 
 import click
 
@@ -47,6 +48,11 @@ def controller(**opts) -> None:
         sys.exit(2)
     if settings.routers and not settings.admin_token:
         raise click.UsageError("--router needs --admin-token (or QUANTROUTE_ROUTER_ADMIN_TOKEN)")
-    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
-                        format="%(asctime)s.%(msecs)03d %(levelname)s %(message)s", datefmt="%Y-%m-%dT%H:%M:%S")
+    handler = logging.StreamHandler(sys.stdout)
+    fmt = logging.Formatter("%(asctime)s.%(msecs)03dZ %(levelname)s %(message)s", datefmt="%Y-%m-%dT%H:%M:%S")
+    fmt.converter = time.gmtime  # UTC, like every timestamp in the database
+    handler.setFormatter(fmt)
+    log = logging.getLogger("quantroute")  # ours only: alembic's INFO lines are not the controller's story
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
     run_forever(settings)

@@ -282,34 +282,27 @@ class RolloutService:
         """One pass over `model`'s newest rollout, idempotent: make the router-visible traffic match the desired
         state (activate a version a crash left unactivated), finish a rollback whose traffic moved, open the eval
         gate when a passing run exists, and evaluate the guards (breach -> rollback after failure_limit, dwell ->
-        advance). Returns what it did, one line per action (empty: nothing to do)."""
+        advance). Returns the messages of the events it wrote, in order (empty: nothing to do)."""
         row = self._row(model)
         if row is None:
             return []
-        done: list[str] = []
+        with db_session(self.engine) as s:
+            seen = max((e.id or 0 for e in db.events_of(session=s, rollout_id=row.id)), default=0)  # type: ignore[arg-type]
         if not row.converged:
-            healed = self._heal(row, by)
-            if healed:
-                done.append(healed)
+            self._heal(row, by)
             row = self._by_id(row.id)  # type: ignore[arg-type]
         if row.phase == Phase.rolling_back.value:
-            after = self._finish_rollback(row, by)
-            if after.phase != row.phase:
-                done.append(after.message)
-            return done
-        before = (row.phase, row.percent, row.revision)
-        if row.phase == Phase.gated.value:
+            self._finish_rollback(row, by)
+        elif row.phase == Phase.gated.value:
             try:
                 self.check_gate(model, by=by)
             except RolloutRefused:
                 pass  # the gate stays closed until a passing eval run exists
         elif row.phase in (Phase.progressing.value, Phase.paused.value):
             self.evaluate_guards(model, by=by)
-        after = self._by_id(row.id)  # type: ignore[arg-type]
-        if (after.phase, after.percent) != before[:2] or (after.revision != before[2]
-                                                           and after.message != row.message):
-            done.append(after.message)
-        return done
+        with db_session(self.engine) as s:
+            return [e.message for e in db.events_of(session=s, rollout_id=row.id)  # type: ignore[arg-type]
+                    if (e.id or 0) > seen and e.actor == by and not e.refused]
 
     def _heal(self, row: db.Rollout, by: str) -> str | None:
         """The row's desired version is not observed active. When it is newer than the active one it was written

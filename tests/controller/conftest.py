@@ -1,0 +1,58 @@
+"""Controller tests run `quantroute controller` as real processes (the same command production runs) next to
+the router and the simulated fleet, and read what they did from the database and their logs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from quantroute.db import controller as heartbeat
+from quantroute.db.engine import session as db_session
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+
+
+def spawn_controller(db_url: str, policies: Path, log: Path, *extra: str, interval: float = 0.3) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "quantroute.cli.main", "controller", "--db", db_url, "--policies", str(policies),
+            "--interval", str(interval), *extra]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(argv, stdout=log.open("ab"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def wait_for(pred: Callable[[], object], what: str, timeout: float = 60.0, every: float = 0.1):
+    """Poll until `pred()` is truthy (a bound so a broken controller fails the test instead of hanging it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def role_of(engine, name: str) -> str | None:
+    with db_session(engine) as s:
+        row = s.get(heartbeat.ControllerHeartbeat, name)
+        return row.role if row else None
+
+
+def keep_log(src: Path, name: str) -> Path:
+    """Copy a controller's log into tests/artifacts/ (the transcripts quoted in reports)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    dest = ARTIFACTS / name
+    dest.write_text(src.read_text())
+    return dest
