@@ -65,7 +65,6 @@ def inspect_cmd(model_dir: Path, as_json: bool) -> None:
 def register_cmd(router_url: str, node_url: str, model_dir: Path, model: str | None, deployment: str | None,
                  hardware: str, vram_gb: float | None, token: str | None, dry_run: bool, timeout: float) -> None:
     """Register NODE with ROUTER, with the format and tier read from MODEL_DIR (never from its name)."""
-    import httpx
     from pydantic import ValidationError
 
     from quantroute.registrar import build_registration
@@ -84,19 +83,12 @@ def register_cmd(router_url: str, node_url: str, model_dir: Path, model: str | N
     if not token:
         raise click.ClickException(f"--token: missing; the router's admin API needs a bearer token "
                                    f"(or set ${TOKEN_ENV[0]})")
-    url = router_url.rstrip("/") + "/admin/nodes"
+    from quantroute.launcher.register import RegistrationError, post_registration
+
     try:
-        resp = httpx.post(url, json=body, headers={"authorization": f"Bearer {token}"}, timeout=timeout)
-    except httpx.HTTPError as e:
-        raise click.ClickException(f"--router: cannot reach {url}: {e}") from None
-    if resp.status_code >= 300:
-        raise click.ClickException(f"{url} answered {resp.status_code}: {_error_message(resp)}")
+        status = post_registration(reg, router_url=router_url, token=token, timeout=timeout)
+    except RegistrationError as e:
+        raise click.ClickException(str(e)) from None
     click.echo(f"registered {reg.key} as {reg.deployment} (tier {reg.tier.value}, {reg.format}, "
-               f"{reg.checksum[:19]}...) with {router_url}: {resp.status_code}")
+               f"{reg.checksum[:19]}...) with {router_url}: {status}")
 
-
-def _error_message(resp) -> str:
-    try:
-        return resp.json()["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        return resp.text[:500]

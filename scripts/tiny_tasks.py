@@ -1,0 +1,143 @@
+"""The skills the tiny trained Llama learns and is graded on: one generator feeds the training script
+(scripts/train_tiny_model.py) and the eval suite (data/evals/tiny-skills.jsonl), so the two cannot drift.
+
+Four categories of the eval suite, each a short greedy answer in the chat format vLLM serves:
+- math: "What is 17 + 8?" -> "25" (sums and differences of numbers 0..19: a table the model memorises);
+- json: "Write JSON with name Ada and age 36." -> {"name": "Ada", "age": 36} (copy two fields into a format);
+- structured: "List the numbers from 4 to 8, separated by commas." -> "4,5,6,7,8" (count, keep the format);
+- chat: "What is the capital of Peru?" -> "Lima." (a memorised fact, a short answer).
+Eval prompts of json are held out of the training data (copying two fields generalises); math, structured
+and chat are closed sets (610 sums/differences, 72 ranges, 20 capitals) that the model memorises, so the
+suite asks items it was trained on: it measures what the model knows and what quantization takes away.
+
+Pure standard library: it runs in the vLLM venv (training) and in the project venv (suite build, tests).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from typing import Any
+
+CAPITALS = {
+    "France": "Paris", "Peru": "Lima", "Japan": "Tokyo", "Kenya": "Nairobi", "Italy": "Rome",
+    "Egypt": "Cairo", "Chile": "Santiago", "Norway": "Oslo", "Spain": "Madrid", "Cuba": "Havana",
+    "Greece": "Athens", "Poland": "Warsaw", "Canada": "Ottawa", "Ghana": "Accra", "Nepal": "Kathmandu",
+    "Ireland": "Dublin", "Austria": "Vienna", "Sweden": "Stockholm", "Mexico": "Mexico City", "Iran": "Tehran",
+}
+NAMES = ("Ada", "Alan", "Grace", "Linus", "Edsger", "Barbara", "Ken", "Margaret", "Dennis", "Frances",
+         "Tim", "Radia", "Guido", "Anita", "John", "Sophie", "Donald", "Hedy", "Niklaus", "Karen")
+MAX_OPERAND = 19
+CATEGORIES = ("math", "json", "structured", "chat")
+HELD_OUT = ("json",)  # categories whose eval prompts never appear in training
+
+
+@dataclass(frozen=True)
+class Task:
+    category: str
+    prompt: str  # the one user message
+    answer: str  # the assistant's whole reply
+    grader: dict[str, Any]  # a quantroute.evals grader spec
+    wrong: str  # a plausible wrong reply that the grader rejects
+
+
+def math_task(rng: random.Random) -> Task:
+    a, b = rng.randint(0, MAX_OPERAND), rng.randint(0, MAX_OPERAND)
+    if rng.random() < 0.5:
+        a, b = max(a, b), min(a, b)
+        value, prompt = a - b, f"What is {a} - {b}?"
+    else:
+        value, prompt = a + b, f"What is {a} + {b}?"
+    return Task("math", prompt, str(value), {"type": "numeric", "expected": value, "tolerance": 0},
+                str(value + 1))
+
+
+def json_task(rng: random.Random) -> Task:
+    name, age = rng.choice(NAMES), rng.randint(10, 99)
+    answer = json.dumps({"name": name, "age": age})
+    schema = {"type": "object", "required": ["name", "age"], "additionalProperties": False,
+              "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}}
+    return Task("json", f"Write JSON with name {name} and age {age}.", answer,
+                {"type": "json_schema", "schema": schema, "expect": {"name": name, "age": age}},
+                json.dumps({"name": name, "age": age + 1}))
+
+
+def structured_task(rng: random.Random) -> Task:
+    start = rng.randint(1, 18)
+    end = start + rng.randint(2, 5)
+    answer = ",".join(str(n) for n in range(start, end + 1))
+    return Task("structured", f"List the numbers from {start} to {end}, separated by commas.", answer,
+                {"type": "exact", "expected": [answer]}, ",".join(str(n) for n in range(start, end)))
+
+
+def chat_task(rng: random.Random) -> Task:
+    country = rng.choice(sorted(CAPITALS))
+    capital = CAPITALS[country]
+    wrong = CAPITALS[sorted(CAPITALS)[(sorted(CAPITALS).index(country) + 1) % len(CAPITALS)]]
+    return Task("chat", f"What is the capital of {country}?", f"{capital}.",
+                {"type": "normalized", "expected": [capital]}, f"{wrong}.")
+
+
+GENERATORS = {"math": math_task, "json": json_task, "structured": structured_task, "chat": chat_task}
+
+
+def eval_tasks(seed: int = 7, per_category: int = 15) -> list[Task]:
+    """The eval suite's items: distinct prompts, `per_category` of each category, chat last-first stable."""
+    rng = random.Random(seed)
+    out: list[Task] = []
+    for category in CATEGORIES:
+        seen: set[str] = set()
+        limit = min(per_category, len(CAPITALS)) if category == "chat" else per_category
+        while len(seen) < limit:
+            task = GENERATORS[category](rng)
+            if task.prompt not in seen:
+                seen.add(task.prompt)
+                out.append(task)
+    return out
+
+
+def training_tasks(seed: int, held_out: set[str]):
+    """An endless stream of training tasks, mixed evenly over the categories, never an eval prompt of the
+    generalisation category (json)."""
+    rng = random.Random(seed)
+    while True:
+        task = GENERATORS[rng.choice(CATEGORIES)](rng)
+        if task.category in HELD_OUT and task.prompt in held_out:
+            continue
+        yield task
+
+
+def suite_lines(tasks: list[Task]) -> list[str]:
+    """JSONL lines of the eval suite (quantroute.evals.suite.EvalItem shape)."""
+    lines = []
+    for i, t in enumerate(tasks):
+        item = {"id": f"tiny-{t.category}-{i:03d}", "category": t.category, "prompt": t.prompt,
+                "temperature": 0.0, "max_tokens": 24, "grader": t.grader, "reference": t.answer, "wrong": t.wrong,
+                "tags": ["tiny-skills"]}
+        lines.append(json.dumps(item, ensure_ascii=False))
+    return lines
+
+
+def calibration_lines(n: int = 64, seed: int = 99) -> list[str]:
+    """JSONL conversations for GPTQ: training-distribution tasks (never an eval prompt), answered."""
+    stream = training_tasks(seed, {t.prompt for t in eval_tasks()})
+    return [json.dumps({"messages": [{"role": "user", "content": t.prompt},
+                                     {"role": "assistant", "content": t.answer}]}, ensure_ascii=False)
+            for t in (next(stream) for _ in range(n))]
+
+
+def main() -> None:
+    """Writes the eval suite and the calibration set from the generators above (deterministic)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for path, lines in ((root / "data/evals/tiny-skills.jsonl", suite_lines(eval_tasks())),
+                        (root / "data/calibration/tiny-skills-train.jsonl", calibration_lines())):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        print(f"{path}: {len(lines)} lines")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Trains a tiny Llama that knows something — sums and differences, JSON with two fields, counting in a
+given format, capitals — on CPU in a few minutes, deterministically, and saves it (BF16 safetensors, the
+chat template vLLM serves, a byte-level BPE tokenizer with one token per digit).
+
+Run inside the vLLM venv (torch, transformers, tokenizers):
+    .venvs/vllm/bin/python scripts/train_tiny_model.py .cache/tiny-skills
+
+The tasks and the eval suite come from scripts/tiny_tasks.py; the suite's math/json/structured prompts are
+held out of training. At the end the script greedily answers the suite itself (transformers, BF16 weights,
+the same chat template) and writes `train-report.json` (loss curve, accuracy per category, seconds) next to
+the weights.
+
+Shape: vLLM's CPU attention supports head sizes 32..128, so hidden 256 = 4 heads of 64 (2 KV heads); the
+int4 scheme quantizes in groups of 128, so every Linear's input width is a multiple of 128.
+Determinism: one seed for data, init and dropout-free training; a fixed thread count (float reductions
+depend on how the work is split).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tiny_tasks  # noqa: E402
+
+SEED = 20261130
+THREADS = 1
+STEPS = int(os.environ.get("TINY_TRAIN_STEPS", "1200"))
+BATCH = int(os.environ.get("TINY_TRAIN_BATCH", "32"))
+EVAL_EVERY = int(os.environ.get("TINY_TRAIN_EVAL_EVERY", "0"))  # 0: only at the end (tuning aid)
+LR = 3e-3
+WARMUP = 60
+SHAPE = {"hidden_size": int(os.environ.get("TINY_TRAIN_HIDDEN", "128")), "num_hidden_layers": 2,
+         "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64}
+SHAPE["intermediate_size"] = 2 * SHAPE["hidden_size"]
+SHAPE["num_attention_heads"] = SHAPE["hidden_size"] // 64
+SPECIAL = ["<s>", "<|end|>", "<pad>", "<|system|>", "<|user|>", "<|assistant|>"]
+# The reply ends with <|end|>, which is also the EOS token: vLLM stops there without stop strings.
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}<|end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+
+
+def build_tokenizer(out: Path, corpus: list[str]):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    # One token per digit: arithmetic over digit tokens is learnable; merged "37" tokens would not be.
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                                 pre_tokenizers.ByteLevel(add_prefix_space=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=384, special_tokens=SPECIAL, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus, trainer=trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="<|end|>", pad_token="<pad>",
+                                   additional_special_tokens=SPECIAL[3:], model_max_length=512)
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(out)
+    return fast
+
+
+def encode(tokenizer, task: tiny_tasks.Task) -> tuple[list[int], int]:
+    """(token ids of prompt + reply + EOS, length of the prompt part): the loss is on the reply only."""
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": task.prompt}], add_generation_prompt=True,
+                                           tokenize=True, return_dict=False)
+    reply = tokenizer(task.answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    return list(prompt) + reply, len(prompt)
+
+
+def batch_tensors(tokenizer, tasks):
+    import torch
+
+    encoded = [encode(tokenizer, t) for t in tasks]
+    width = max(len(ids) for ids, _ in encoded)
+    inputs = torch.full((len(encoded), width), tokenizer.pad_token_id, dtype=torch.long)
+    labels = torch.full((len(encoded), width), -100, dtype=torch.long)
+    mask = torch.zeros((len(encoded), width), dtype=torch.long)
+    for row, (ids, n_prompt) in enumerate(encoded):
+        inputs[row, : len(ids)] = torch.tensor(ids)
+        labels[row, n_prompt: len(ids)] = torch.tensor(ids[n_prompt:])
+        mask[row, : len(ids)] = 1
+    return inputs, labels, mask
+
+
+def train(model, tokenizer, held_out: set[str], eval_tasks) -> list[float]:
+    import torch
+
+    stream = tiny_tasks.training_tasks(SEED, held_out)
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01, betas=(0.9, 0.98))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / WARMUP) * 0.5 * (
+        1 + math.cos(math.pi * min(1.0, s / STEPS))))
+    losses: list[float] = []
+    model.train()
+    start = time.monotonic()
+    for step in range(STEPS):
+        inputs, labels, mask = batch_tensors(tokenizer, [next(stream) for _ in range(BATCH)])
+        loss = model(input_ids=inputs, attention_mask=mask, labels=labels).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(round(loss.item(), 4))
+        if step % 100 == 0 or step == STEPS - 1:
+            print(f"step {step:5d}  loss {loss.item():.4f}  {time.monotonic() - start:6.1f} s", flush=True)
+        if EVAL_EVERY and step and step % EVAL_EVERY == 0:
+            print(f"step {step:5d}  suite {evaluate(model, tokenizer, eval_tasks)}", flush=True)
+            model.train()
+    return losses
+
+
+def grade(task: tiny_tasks.Task, reply: str) -> bool:
+    """The suite's graders, restated for the training report (the eval harness grades the served model)."""
+    reply = reply.strip()
+    if task.category == "math":
+        return reply == task.answer
+    if task.category == "json":
+        try:
+            return json.loads(reply) == json.loads(task.answer)
+        except ValueError:
+            return False
+    if task.category == "structured":
+        return reply == task.answer
+    return reply.rstrip(".").lower() == task.answer.rstrip(".").lower()
+
+
+def evaluate(model, tokenizer, tasks) -> dict[str, float]:
+    import torch
+
+    model.eval()
+    passed: dict[str, list[bool]] = {}
+    with torch.no_grad():
+        for t in tasks:
+            prompt = tokenizer.apply_chat_template([{"role": "user", "content": t.prompt}],
+                                                   add_generation_prompt=True, return_tensors="pt",
+                                                   return_dict=True)
+            out = model.generate(**prompt, max_new_tokens=24, do_sample=False,
+                                 eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+            reply = tokenizer.decode(out[0, prompt["input_ids"].shape[1]:], skip_special_tokens=True)
+            passed.setdefault(t.category, []).append(grade(t, reply))
+    rates = {c: sum(v) / len(v) for c, v in passed.items()}
+    rates["overall"] = sum(sum(v) for v in passed.values()) / sum(len(v) for v in passed.values())
+    return rates
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print(f"usage: {argv[0]} OUT_DIR", file=sys.stderr)
+        return 2
+    import torch
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    torch.set_num_threads(THREADS)
+    torch.use_deterministic_algorithms(True)
+    torch.manual_seed(SEED)
+    out = Path(argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    eval_tasks = tiny_tasks.eval_tasks()
+    held_out = {t.prompt for t in eval_tasks}
+    stream = tiny_tasks.training_tasks(SEED + 1, held_out)
+    corpus = [f"{t.prompt}\n{t.answer}" for t in (next(stream) for _ in range(4000))]
+    tokenizer = build_tokenizer(out, corpus)
+    config = LlamaConfig(vocab_size=len(tokenizer), max_position_embeddings=512, **SHAPE,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False)
+    model = LlamaForCausalLM(config)
+    losses = train(model, tokenizer, held_out, eval_tasks)
+    model = model.to(torch.bfloat16)
+    model.config.dtype = torch.bfloat16
+    model.save_pretrained(out, safe_serialization=True)
+    GenerationConfig(bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id,
+                     pad_token_id=config.pad_token_id).save_pretrained(out)
+    accuracy = evaluate(model, tokenizer, eval_tasks)
+    report = {"seed": SEED, "steps": STEPS, "batch": BATCH, "shape": SHAPE, "vocab": len(tokenizer),
+              "params": sum(p.numel() for p in model.parameters()), "final_loss": losses[-1],
+              "loss_every_100": losses[::100], "suite_accuracy_bf16_transformers": accuracy,
+              "seconds": round(time.monotonic() - started, 1)}
+    (out / "train-report.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({k: report[k] for k in ("params", "final_loss", "suite_accuracy_bf16_transformers",
+                                             "seconds")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,49 @@
+"""Real-fleet files: the shipped one parses; bad ones name every problem with its path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from quantroute.launcher.spec import RealFleetError, load_real_fleet, parse_real_fleet
+from quantroute.launcher.vllm import serve_command
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_shipped_real_fleet_has_three_tiers_of_one_model():
+    fleet = load_real_fleet(REPO / "data/fleet-real-cpu.yaml")
+    assert fleet.model == "tiny-skills"
+    assert [n.deployment for n in fleet.nodes] == ["tiny-skills-bf16", "tiny-skills-rtn-w8a8",
+                                                   "tiny-skills-rtn-w4a16"]
+    assert fleet.model_dir(fleet.nodes[2]) == Path(".cache/tiny-skills-rtn-w4a16")
+
+
+def test_every_problem_is_named_with_its_path():
+    text = """
+model: m
+nodes:
+  - {id: a, deployment: d1, model_dir: x, port: 9000}
+  - {id: a, deployment: d1, model_dir: y, port: 9000}
+  - {id: c, deployment: d3, model_dir: z, port: 0}
+  - {id: d, deployment: d4, model_dir: w, port: 0}
+"""
+    with pytest.raises(RealFleetError) as e:
+        parse_real_fleet(text, source="f.yaml")
+    msg = str(e.value)
+    assert msg.startswith("f.yaml: ")
+    assert "nodes[1].id: 'a' is used by an earlier node" in msg and "nodes[1].deployment: 'd1'" in msg
+    assert "nodes[1].port: 9000" in msg and "nodes[3]" not in msg  # port 0 = a free port each
+    with pytest.raises(RealFleetError, match=r"nodes\[0\]\.model_dir: Field required.*nodes\[0\]\.tier: Extra"):
+        parse_real_fleet("model: m\nnodes: [{id: a, deployment: d, tier: int4}]")
+    with pytest.raises(RealFleetError, match="cannot read"):
+        load_real_fleet(REPO / "no-such-fleet.yaml")
+
+
+def test_the_deployment_id_is_the_first_served_name():
+    fleet = load_real_fleet(REPO / "data/fleet-real-cpu.yaml")
+    cmd = serve_command(Path("/py"), fleet, fleet.nodes[2], 8123)
+    i = cmd.index("--served-model-name")
+    assert cmd[i + 1: i + 3] == ["tiny-skills-rtn-w4a16", "tiny-skills"]
+    assert cmd[cmd.index("--port") + 1] == "8123" and cmd[cmd.index("--max-model-len") + 1] == "512"
