@@ -1,4 +1,4 @@
-"""`quantroute router`: serve the router with uvicorn (httptools + uvloop)."""
+"""`quantroute router`: serve the router with uvicorn (httptools + uvloop), in one process or several."""
 
 from __future__ import annotations
 
@@ -17,20 +17,22 @@ import click
 @click.option("--db", "db_url", default=None, help="Database URL [$DATABASE_URL or sqlite:///data/quantroute.db]")
 @click.option("--admin-token", default=None, help="Bearer token for /admin/* [$QUANTROUTE_ROUTER_ADMIN_TOKEN]")
 @click.option("--no-db", is_flag=True, help="Run without a database (pins in memory, no request log)")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Router processes serving one port (use the host's cores); they share pins and the active "
+                   "policy through the database, as replicas do")
 @click.option("--log-level", default="warning", show_default=True)
-def router(no_db: bool, log_level: str, **opts) -> None:
+def router(no_db: bool, log_level: str, workers: int, **opts) -> None:
     """Serve the OpenAI-compatible, precision-tiered router."""
     import logging
 
-    import uvicorn
-
-    from quantroute.router.app import create_app
     from quantroute.router.settings import RouterSettings
+    from quantroute.router.workers import LOG_FORMAT, WorkersNeedDatabase, serve
 
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT)
     settings = RouterSettings(**{k: v for k, v in opts.items() if v is not None})
-    app = create_app(settings, use_db=not no_db)
     click.echo(f"quantroute router on http://{settings.host}:{settings.port} "
-               f"(policies {settings.policies_dir}, fleet {settings.fleet_file or '-'})", err=True)
-    uvicorn.run(app, host=settings.host, port=settings.port, http="httptools", loop="uvloop",
-                log_level=log_level, access_log=False, timeout_graceful_shutdown=5)
+               f"(policies {settings.policies_dir}, fleet {settings.fleet_file or '-'}, workers {workers})", err=True)
+    try:
+        serve(settings, workers=workers, use_db=not no_db, log_level=log_level)
+    except WorkersNeedDatabase as e:
+        raise click.UsageError(str(e)) from None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import case, update
+from sqlalchemy.engine import Connection
 from sqlmodel import Field, Session, SQLModel, delete, select
 
 from quantroute.db.audit import utcnow
@@ -44,28 +44,39 @@ def get_pin(*, session: Session, session_key: str, now: datetime | None = None) 
     return pin if pin.expires_at > (now or utcnow()) else None
 
 
-def create_pin(*, session: Session, pin: SessionPin) -> SessionPin:
-    """Insert the pin unless another replica pinned the session first; returns the pin in force."""
-    existing = get_pin(session=session, session_key=pin.session_key)
-    if existing is not None:
-        return existing
-    stale = session.get(SessionPin, pin.session_key)
-    if stale is not None:  # expired: the session starts over
-        # A bulk delete, not session.delete(): the purge task of any replica may have removed the row already,
-        # and a row another replica touched meanwhile is no longer expired and stays.
-        session.expunge(stale)
-        session.exec(delete(SessionPin).where(SessionPin.session_key == pin.session_key,  # type: ignore[call-overload]
-                                              SessionPin.expires_at <= utcnow()))
-    session.add(pin)
-    try:
-        session.commit()
-    except IntegrityError:
-        session.rollback()
-        won = get_pin(session=session, session_key=pin.session_key)
-        if won is None:
-            raise
-        return won
-    return pin
+# Columns a claim takes from the new row only where the stored pin has expired (the session starts over); a live
+# pin keeps them, so the replica that committed first decides the session's tier, arm and deployment.
+_CLAIMED = ("model", "tier", "arm", "deployment", "served_deployment", "policy_version", "created_at")
+
+
+def claim_pins(*, conn: Connection, pins: list[dict], now: datetime) -> list[SessionPin]:
+    """Read-or-create many pins in one statement; returns the pin in force for each key (ours, or the one
+    another replica or worker stored first), refreshed (`last_used`, `expires_at`) either way.
+
+    `INSERT ... ON CONFLICT (session_key) DO UPDATE ... RETURNING`: a live pin keeps its values (only its expiry
+    moves), an expired one is replaced, so one round trip both reads and creates. Keys are sorted so two
+    replicas claiming overlapping keys lock rows in the same order (no deadlock on PostgreSQL). The caller owns
+    the transaction; each key appears at most once."""
+    if not pins:
+        return []
+    table = SessionPin.__table__  # type: ignore[attr-defined]
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    stmt = insert(table).values(sorted(pins, key=lambda p: p["session_key"]))
+    expired = table.c.expires_at <= now
+    fresh = {c: case((expired, stmt.excluded[c]), else_=table.c[c]) for c in _CLAIMED}
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[table.c.session_key],
+        set_={**fresh, "last_used": stmt.excluded.last_used, "expires_at": stmt.excluded.expires_at},
+    ).returning(*table.c)
+    out = []
+    for row in conn.execute(stmt).mappings():
+        pin = SessionPin(**row)
+        pin.created_at, pin.last_used, pin.expires_at = map(_aware, (pin.created_at, pin.last_used, pin.expires_at))
+        out.append(pin)
+    return out
 
 
 def touch_pin(*, session: Session, session_key: str, ttl_s: int, now: datetime | None = None) -> None:

@@ -17,12 +17,13 @@ import orjson
 from quantroute.classify import RequestError
 from quantroute.db.audit import utcnow
 from quantroute.router import admin
-from quantroute.router.decide import Decider, Route
+from quantroute.router.decide import Decider, PinMoved, Route
 from quantroute.router.errors import BadRequest, BodyTooLarge, MethodNotAllowed, RouterError, \
     error_response_parts
 from quantroute.router.fleetfile import NodeSync
 from quantroute.router.metrics import RouterMetrics
 from quantroute.router.nodes import Fleet, Node, probe_loop
+from quantroute.router.pincommit import PinCommitter
 from quantroute.router.proxy import Forwarder, Outcome
 from quantroute.router.reload import PolicyHolder
 from quantroute.router.requestlog import RequestLogWriter
@@ -45,7 +46,10 @@ class Router:
         self.metrics = RouterMetrics()
         self.fleet = Fleet(max_inflight=settings.node_max_inflight, max_waiting=settings.node_max_waiting,
                            eject_after=settings.eject_after_failures)
-        self.pins = PinStore(engine, touch_interval_s=settings.pin_touch_interval_s)
+        self.pin_committer = (PinCommitter(engine, timeout_s=settings.pin_commit_timeout_s,
+                                           on_batch=self.metrics.pin_batch.observe)
+                              if engine is not None else None)
+        self.pins = PinStore(engine, touch_interval_s=settings.pin_touch_interval_s, committer=self.pin_committer)
         self.holder = PolicyHolder(settings.policies_dir, engine, on_change=self._policy_changed,
                                    on_failure=self.metrics.reload_failures.inc)
         self.writer = RequestLogWriter(engine, batch_size=settings.log_batch_size,
@@ -82,6 +86,8 @@ class Router:
                        spawn(self.writer.run())]
         if s.watch_pointer:
             self._tasks.append(spawn(self.holder.watch_pointer()))
+        if self.pin_committer is not None:
+            self._tasks.append(spawn(self.pin_committer.run()))
         if self.engine is not None:
             self._tasks.append(spawn(self.holder.poll_db(s.policy_poll_s)))
             self._tasks.append(spawn(self.node_sync.run()))
@@ -90,6 +96,8 @@ class Router:
                                                           on_purged=self.metrics.pins_purged.inc)))
 
     async def shutdown(self) -> None:
+        if self.pin_committer is not None:  # pins claimed by requests still finishing get stored first
+            await self.pin_committer.drain(timeout_s=2)
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -180,7 +188,13 @@ class Router:
             if not route.waited:
                 self.metrics.decision_seconds.observe(time.perf_counter() - started)
             route.rules_header = ",".join(route.decision.rule_names).encode() if route.decision else b""
-            await self._forward(route, path, body, raw_headers, receive, send, started, out)
+            try:
+                await self._forward(route, path, body, raw_headers, receive, send, started, out)
+            except PinMoved:  # another replica pinned this session first: go where its pin says
+                self.metrics.pin_conflicts.inc()
+                route = await self.decider.follow(route)
+                route.rules_header = ",".join(route.decision.rule_names).encode() if route.decision else b""
+                await self._forward(route, path, body, raw_headers, receive, send, started, out)
         except RouterError as e:
             out.status, out.error = e.status, out.error or e.message[:500]
             if out.committed:
@@ -192,7 +206,7 @@ class Router:
     async def _forward(self, route: Route, path: str, body: bytes, raw_headers, receive, send, started: float,
                        out: Outcome) -> None:
         task = asyncio.current_task()
-        state = {"done": False, "gone": False}
+        state = {"done": False, "gone": False, "moved": False}
 
         async def watch() -> None:  # a client disconnect cancels the upstream request
             while (await receive())["type"] != "http.disconnect":
@@ -201,17 +215,36 @@ class Router:
                 state["gone"] = True
                 task.cancel()  # type: ignore[union-attr]
 
+        pending = self.decider.pending(route)
+        gate = None
+        if pending is not None:  # a first turn: its pin is being stored while we forward
+            timeout = self.settings.pin_commit_timeout_s + 1
+
+            async def gate() -> None:
+                await self.decider.settle(route, timeout)
+
+            def settled(fut) -> None:  # a pin that failed or moved stops the upstream request at once
+                if not state["done"] and not state["gone"] and (fut.cancelled() or fut.exception() is not None
+                                                               or not self.decider.agrees(route)):
+                    state["moved"] = True
+                    task.cancel()  # type: ignore[union-attr]
+
+            pending.add_done_callback(settled)
         watcher = asyncio.get_running_loop().create_task(watch())
         try:
             await self.forwarder.forward(path=path, body=body, headers=raw_headers, first=route.node,  # type: ignore[union-attr]
                                          pick_other=lambda tried: self.decider.pick(route, tried), send=send,
                                          response_headers=lambda node: self.route_headers(route, node),
-                                         started=started, out=out)
+                                         started=started, out=out, gate=gate)
         except asyncio.CancelledError:
-            if not state["gone"]:
+            if state["gone"]:
+                task.uncancel()  # type: ignore[union-attr]
+                out.status, out.error = 499, "client disconnected"
+            elif state["moved"]:
+                task.uncancel()  # type: ignore[union-attr]
+                self.decider.check_settled(route, pending)  # raises PinMoved or SessionPinUnavailable
+            else:
                 raise
-            task.uncancel()  # type: ignore[union-attr]
-            out.status, out.error = 499, "client disconnected"
         finally:
             state["done"] = True
             watcher.cancel()
@@ -268,12 +301,14 @@ async def send_json(send, status: int, payload, extra: list[tuple[bytes, bytes]]
 
 
 def create_app(settings: RouterSettings, *, transport: httpx.AsyncBaseTransport | None = None,
-               engine=None, use_db: bool = True) -> Router:
-    """Build a router app. `engine` defaults to one made from `settings.db_url` (schema upgraded);
-    `use_db=False` runs without a database (pins in memory, no request log)."""
+               engine=None, use_db: bool = True, upgrade: bool = True) -> Router:
+    """Build a router app. `engine` defaults to one made from `settings.db_url` (schema upgraded unless
+    `upgrade=False`: a worker whose supervisor did it); `use_db=False` runs without a database (pins in memory,
+    no request log)."""
     if engine is None and use_db:
         from quantroute.db.engine import init_db, make_engine
 
         engine = make_engine(settings.db_url)
-        init_db(engine)
+        if upgrade:
+            init_db(engine)
     return Router(settings, transport=transport, engine=engine)

@@ -6,6 +6,7 @@ themselves are the pure functions in `select.py` and `canary.py`."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -16,7 +17,7 @@ from quantroute.classify import Decision
 from quantroute.router.canary import BASELINE, CANDIDATE, choose_arm
 
 DEPLOYMENT_HEADER = "x-quantroute-deployment"  # request header: serve exactly this deployment
-from quantroute.router.errors import BadRequest, NoCapacity, NotFound
+from quantroute.router.errors import BadRequest, NoCapacity, NotFound, SessionPinUnavailable
 from quantroute.router.nodes import Fleet, Node
 from quantroute.router.reload import ActivePolicy
 from quantroute.router.select import cheapest_served_tier, pick_node, tiers_at_or_above
@@ -43,6 +44,12 @@ class Route:
     rules_header: bytes = b""
     tried: set[str] = field(default_factory=set)
     prefer: str | None = None  # a pinned session's deployment: used while it has a healthy node
+    pin: Pin | None = None  # the session's pin (possibly still being stored: see Decider.settle)
+
+
+class PinMoved(Exception):
+    """This request routed a first turn, but another replica or worker stored the session's pin first with
+    another tier, arm or deployment: the request must follow that pin (`Decider.follow`) before answering."""
 
 
 class Decider:
@@ -104,7 +111,7 @@ class Decider:
             fixed_deployment = wanted
         decision = ap.compiled.classify(body, headers, kind)  # raises RequestError -> 400
         session_key = headers.get(sessions.header) if sessions.affinity else None
-        pin = await self.pins.get(session_key, sessions.ttl_s) if session_key else None
+        pin = self.pins.get(session_key, sessions.ttl_s) if session_key else None
         if pin is not None and pin.model != model:
             pin = None  # a session key reused for another model starts its own pin (not shared)
         if pin is not None:
@@ -122,6 +129,7 @@ class Decider:
                 pin.arm, pin.served_deployment = BASELINE, None
         deps = (pin.deployment,) if pin.deployment else self.deployments_for(ap, model, tier, pin.arm)
         route = Route(ap, model, tier, None, pin.arm, decision, key, True, pin.created_at, deps)  # type: ignore[arg-type]
+        route.pin = pin
         if not pin.deployment:
             route.prefer = pin.served_deployment
             if route.prefer is not None and route.prefer not in deps:  # the policy no longer has it here
@@ -181,23 +189,62 @@ class Decider:
         if route.escalated and self.metrics:
             self.metrics.escalations.labels(tier.value, route.tier.value).inc()
         if key is not None:
-            await self._create_pin(route, fixed)
+            self._claim_pin(route, fixed)
         return route
 
-    async def _create_pin(self, route: Route, fixed: str | None) -> None:
-        sessions = route.policy.policy.sessions
+    def _claim_pin(self, route: Route, fixed: str | None) -> None:
+        """Pin the session to this route; the pin is stored while the request is forwarded (`settle`)."""
         served = None if fixed else route.node.deployment
-        pin = await self.pins.create(key=route.session_key, model=route.model, tier=route.tier.value,  # type: ignore[arg-type]
-                                     arm=route.arm, deployment=fixed, policy_version=route.policy.version,
-                                     ttl_s=sessions.ttl_s, served_deployment=served)
-        if pin.tier != route.tier.value or pin.arm != route.arm or pin.served_deployment != served:
-            # Another replica pinned this session first: follow its pin.
-            new = await self._pinned(route.policy, pin, route.model, route.decision, route.session_key)  # type: ignore[arg-type]
-            route.tier, route.arm, route.node, route.deployments = new.tier, new.arm, new.node, new.deployments
-            route.prefer = new.prefer
-        else:
-            route.prefer = served  # a retry of this first request stays on the deployment the pin names
-        route.pinned, route.pin_created = True, pin.created_at
+        route.pin = self.pins.claim(key=route.session_key, model=route.model, tier=route.tier.value,  # type: ignore[arg-type]
+                                    arm=route.arm, deployment=fixed, policy_version=route.policy.version,
+                                    ttl_s=route.policy.policy.sessions.ttl_s, served_deployment=served)
+        route.prefer = served  # a retry of this first request stays on the deployment the pin names
+        route.pinned, route.pin_created = True, route.pin.created_at
+
+    # -- the ordering guarantee ------------------------------------------------------------------------------
+    def pending(self, route: Route) -> asyncio.Future | None:
+        """The commit this request's answer must wait for, if its pin is still being stored."""
+        pin = route.pin
+        return pin.stored if pin is not None and pin.stored is not None else None
+
+    async def settle(self, route: Route, timeout_s: float) -> None:
+        """Called before the first byte of a response leaves: wait until the session's pin is stored, then
+        check the request went where the stored pin says. So a client can never read an answer whose pin is
+        not durable (its next turn finds the pin on every replica), and never one routed against the pin."""
+        fut = self.pending(route)
+        if fut is not None and not fut.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(fut), timeout_s)
+            except asyncio.TimeoutError:
+                raise SessionPinUnavailable(f"the pin of session {route.session_key!r} was not stored within "
+                                            f"{timeout_s:g}s; retry later",
+                                            headers={"Retry-After": str(self.retry_after_s)}) from None
+            except Exception:  # noqa: BLE001 - PinNotStored: reported by check_settled below
+                pass
+        self.check_settled(route, fut)
+
+    def check_settled(self, route: Route, fut: asyncio.Future | None) -> None:
+        """Raise if the settled pin fails the request (not stored) or moves it (another replica won)."""
+        if fut is not None and (fut.cancelled() or fut.exception() is not None):
+            why = "cancelled" if fut.cancelled() else str(fut.exception())
+            raise SessionPinUnavailable(f"the pin of session {route.session_key!r} could not be stored ({why}); "
+                                        "retry later", headers={"Retry-After": str(self.retry_after_s)})
+        if not self.agrees(route):
+            raise PinMoved()
+
+    @staticmethod
+    def agrees(route: Route) -> bool:
+        pin = route.pin
+        if pin is None or pin.model != route.model:
+            return True
+        dep = route.node.deployment if route.node is not None else None
+        return (pin.tier == route.tier.value and pin.arm == route.arm
+                and (pin.deployment is None or pin.deployment == dep)
+                and (pin.served_deployment is None or pin.served_deployment == dep))
+
+    async def follow(self, route: Route) -> Route:
+        """Re-route a request whose session was pinned elsewhere first: exactly as a later turn would go."""
+        return await self._pinned(route.policy, route.pin, route.model, route.decision, route.session_key)  # type: ignore[arg-type]
 
     # -- nodes --------------------------------------------------------------------------------------------
     def pick(self, route: Route, exclude: set[str]) -> Node | None:

@@ -58,6 +58,15 @@ class NoCapacity(RouterError):
     code = "no_capacity"
 
 
+class SessionPinUnavailable(RouterError):
+    """A new session's pin could not be stored (database down or slow): answering anyway could let the
+    session's next turn land on another tier, so the request fails and the client retries."""
+
+    status = 503
+    type = "server_error"
+    code = "session_pin_unavailable"
+
+
 class UpstreamFailed(RouterError):
     status = 502
     type = "server_error"

@@ -36,6 +36,11 @@ class RouterMetrics:
                                      ["tier", "reason"], registry=r)
         self.pins_purged = Counter("quantroute_session_pins_purged_total", "Expired session pins deleted",
                                    registry=r)
+        self.pin_conflicts = Counter("quantroute_pin_conflicts_total",
+                                     "First turns re-routed: another replica or worker stored the session's pin "
+                                     "first with another tier, arm or deployment", registry=r)
+        self.pin_batch = Histogram("quantroute_pin_commit_batch_size", "New session pins stored per transaction",
+                                   buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
         self.log_buffered = Gauge("quantroute_request_log_buffered", "Request log rows waiting", registry=r)
 
     def render(self, fleet, writer) -> bytes:

@@ -21,6 +21,7 @@ FORWARD_HEADERS = frozenset({b"authorization", b"content-type", b"accept", b"x-r
                              b"openai-organization", b"openai-project"})
 
 Send = Callable[[dict], Awaitable[None]]
+Gate = Callable[[], Awaitable[None]]  # awaited before the first byte of a response leaves; may raise
 
 
 @dataclass(slots=True)
@@ -73,8 +74,9 @@ class Forwarder:
     async def forward(self, *, path: str, body: bytes, headers: list[tuple[bytes, bytes]], first: Node,
                       pick_other: Callable[[set[str]], Node | None], send: Send,
                       response_headers: Callable[[Node], list[tuple[bytes, bytes]]], started: float,
-                      out: Outcome) -> None:
-        """Send to `first`; on a retryable failure ask `pick_other(tried)` for another node."""
+                      out: Outcome, gate: Gate | None = None) -> None:
+        """Send to `first`; on a retryable failure ask `pick_other(tried)` for another node. `gate` runs once a
+        node answered and before anything is sent to the client (a new session's pin is stored meanwhile)."""
         node: Node | None = first
         tried: set[str] = set()
         fwd_headers = upstream_headers(headers)
@@ -84,7 +86,7 @@ class Forwarder:
             out.node = node
             node.inflight += 1
             try:
-                done = await self._attempt(node, path, body, fwd_headers, send, response_headers, started, out)
+                done = await self._attempt(node, path, body, fwd_headers, send, response_headers, started, out, gate)
             finally:
                 node.inflight -= 1
                 self.fleet.notify()
@@ -100,7 +102,7 @@ class Forwarder:
                              code="upstream_timeout" if out.timed_out else None)
 
     async def _attempt(self, node: Node, path: str, body: bytes, headers, send: Send, response_headers,
-                       started: float, out: Outcome) -> bool:
+                       started: float, out: Outcome, gate: Gate | None) -> bool:
         """True when a response (any status < 500) went to the client; False to retry elsewhere."""
         try:
             resp = await self.upstream.post(node.url, path, body, headers)
@@ -113,6 +115,8 @@ class Forwarder:
                 self._failed(node, "5xx", f"node answered {resp.status_code}", out)
                 return False
             ctype = resp.header(b"content-type", b"application/json")
+            if gate is not None:
+                await gate()
             if ctype.startswith(b"text/event-stream"):
                 await self._stream(resp, node, ctype, send, response_headers, started, out)
             else:

@@ -1,8 +1,12 @@
 """Session pins: an in-memory cache in front of the `session_pin` table.
 
-A hit costs a dict lookup. A miss (new session, restarted router, another replica pinned it) reads the DB in
-a worker thread. New pins are written before the response so a second replica sees them; when the DB is
-down the pin lives in memory only and the request still goes through."""
+A hit costs a dict lookup. A miss (new session, restarted router, another replica or worker pinned it) does not
+read the DB first: the caller routes the request as a first turn and `claim`s a pin for that route, which the
+group committer (`pincommit.py`) stores with one read-or-create statement, concurrently with forwarding. The
+claim resolves with the pin in force: ours, or the one another replica stored first, which the request then
+follows before any byte of its response leaves (`Decider.settle`). A pin that cannot be stored fails its
+request: stickiness is never traded for availability. Without a database pins live in this process only.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +20,9 @@ from sqlalchemy.engine import Engine
 
 from quantroute.db.audit import utcnow
 from quantroute.db.engine import session as db_session
-from quantroute.db.session_pin import (SessionPin, create_pin, delete_pin, get_pin, list_pins, purge_expired_pins, rearm_pin,
+from quantroute.db.session_pin import (SessionPin, delete_pin, list_pins, purge_expired_pins, rearm_pin,
                                        set_served_deployment, touch_pin)
+from quantroute.router.pincommit import PinCommitter
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +39,9 @@ class Pin:
     expires: float  # monotonic deadline
     touched: float  # monotonic time of the last DB refresh
     served_deployment: str | None = None  # preferred within the tier (see SessionPin)
+    # Set while the claim that created this pin is being committed: resolves with the pin in force or fails
+    # (PinNotStored). None once stored (or without a DB).
+    stored: asyncio.Future | None = None
 
     @classmethod
     def from_row(cls, row: SessionPin) -> "Pin":
@@ -50,53 +58,61 @@ class Pin:
 
 
 class PinStore:
-    def __init__(self, engine: Engine | None, *, touch_interval_s: float = 30.0) -> None:
+    def __init__(self, engine: Engine | None, *, touch_interval_s: float = 30.0,
+                 committer: PinCommitter | None = None) -> None:
         self.engine = engine
+        self.committer = committer
         self.touch_interval_s = touch_interval_s
         self.cache: dict[str, Pin] = {}
         self.db_errors = 0
         self._bg: set[asyncio.Task] = set()
 
-    async def get(self, key: str, ttl_s: int) -> Pin | None:
+    def get(self, key: str, ttl_s: int) -> Pin | None:
+        """The cached pin (also one whose claim is still being committed here); None on a miss, which the caller
+        answers with `claim`: that one statement reads the pin another replica may hold and creates ours."""
         now = time.monotonic()
         pin = self.cache.get(key)
-        if pin is not None:
-            if pin.expires > now:
-                pin.expires = now + ttl_s
-                if self.engine is not None and now - pin.touched > self.touch_interval_s:
-                    pin.touched = now
-                    self._spawn(self._touch(key, ttl_s))
-                return pin
-            del self.cache[key]
-        if self.engine is None:
+        if pin is None:
             return None
-        try:
-            row = await asyncio.to_thread(self._read, key)
-        except Exception as e:  # noqa: BLE001 - DB down: behave as if unpinned rather than fail the request
-            self.db_errors += 1
-            log.warning("session pin lookup failed: %s", e)
-            return None
-        if row is None:
-            return None
-        pin = Pin.from_row(row)
+        if pin.expires > now:
+            pin.expires = now + ttl_s
+            if self.engine is not None and pin.stored is None and now - pin.touched > self.touch_interval_s:
+                pin.touched = now
+                self._spawn(self._touch(key, ttl_s))
+            return pin
+        del self.cache[key]
+        return None
+
+    def claim(self, *, key: str, model: str, tier: str, arm: str | None, deployment: str | None,
+              policy_version: int | None, ttl_s: int, served_deployment: str | None = None) -> Pin:
+        """Pin `key` to this route, in the cache at once and in the DB through the group committer. Until the
+        commit resolves, `pin.stored` is pending; then the pin holds the values in force (another replica's, if
+        it stored the session first)."""
+        now, now_m = utcnow(), time.monotonic()
+        pin = Pin(key, model, tier, arm, deployment, policy_version, now, now_m + ttl_s, now_m, served_deployment)
         self.cache[key] = pin
+        if self.committer is None:
+            return pin
+        pin.stored = self.committer.submit({
+            "session_key": key, "model": model, "tier": tier, "arm": arm, "deployment": deployment,
+            "served_deployment": served_deployment, "policy_version": policy_version, "created_at": now,
+            "last_used": now, "expires_at": now + timedelta(seconds=ttl_s)})
+        pin.stored.add_done_callback(lambda fut: self._settled(pin, fut))
         return pin
 
-    async def create(self, *, key: str, model: str, tier: str, arm: str | None, deployment: str | None,
-                     policy_version: int | None, ttl_s: int, served_deployment: str | None = None) -> Pin:
-        now = utcnow()
-        row = SessionPin(session_key=key, model=model, tier=tier, arm=arm, deployment=deployment,
-                         served_deployment=served_deployment, policy_version=policy_version, created_at=now,
-                         last_used=now, expires_at=now + timedelta(seconds=ttl_s))
-        if self.engine is not None:
-            try:
-                row = await asyncio.to_thread(self._create, row)  # another replica may have won the race
-            except Exception as e:  # noqa: BLE001
-                self.db_errors += 1
-                log.warning("session pin write failed (kept in memory): %s", e)
-        pin = Pin.from_row(row)
-        self.cache[key] = pin
-        return pin
+    def _settled(self, pin: Pin, fut: asyncio.Future) -> None:
+        """The claim resolved: adopt the stored values, or forget a pin that was never stored."""
+        if fut.cancelled() or fut.exception() is not None:
+            self.db_errors += 1
+            if self.cache.get(pin.session_key) is pin:
+                del self.cache[pin.session_key]  # the next request claims again; this one fails (settle)
+            return
+        row: SessionPin = fut.result()
+        if row.model == pin.model:  # a key reused for another model is that model's pin, not ours to follow
+            pin.tier, pin.arm, pin.deployment = row.tier, row.arm, row.deployment
+            pin.served_deployment, pin.policy_version, pin.created_at = (row.served_deployment, row.policy_version,
+                                                                         row.created_at)
+        pin.stored = None
 
     async def delete(self, key: str) -> bool:
         found = self.cache.pop(key, None) is not None
@@ -174,14 +190,6 @@ class PinStore:
     def _purge(self, before: datetime, batch: int) -> int:
         with db_session(self.engine) as s:
             return purge_expired_pins(session=s, before=before, batch=batch)
-
-    def _read(self, key: str) -> SessionPin | None:
-        with db_session(self.engine) as s:
-            return get_pin(session=s, session_key=key)
-
-    def _create(self, row: SessionPin) -> SessionPin:
-        with db_session(self.engine) as s:
-            return create_pin(session=s, pin=row)
 
     def _delete(self, key: str) -> bool:
         with db_session(self.engine) as s:

@@ -50,6 +50,9 @@ class RouterSettings(BaseSettings):
 
     # Session pins: the DB row's last_used is refreshed at most this often per session.
     pin_touch_interval_s: float = Field(default=30.0, gt=0)
+    pin_commit_timeout_s: float = Field(
+        default=5.0, gt=0, description="How long a new session's pin may take to be stored (retried meanwhile) "
+        "before its request fails with 503: no answer leaves before its pin is durable")
     pin_purge_interval_s: float = Field(default=60.0, gt=0, description="How often to delete expired session pins")
     pin_purge_batch: int = Field(default=1000, ge=1, description="Expired pins deleted per statement")
     pin_purge_max_batches: int = Field(default=20, ge=1, description="Statements per purge run; the rest waits")

@@ -1,4 +1,5 @@
-"""Failures and restarts: a node killed under load, pins surviving a restart, the DB going away, hot reload."""
+"""Failures and restarts: a node killed under load, pins surviving a restart, the DB going away (pins strict:
+stored or the request fails), hot reload."""
 
 from __future__ import annotations
 
@@ -76,20 +77,49 @@ def test_request_log_rows_written(make_settings):
     assert rows[0].prompt_tokens > 0 and rows[0].completion_tokens > 0 and rows[0].latency_ms > 0
 
 
-def test_db_down_does_not_fail_requests(make_settings):
-    with router_at(make_settings(log_batch_size=5, log_buffer_max=20)) as (url, app):
+def test_db_down_keeps_unpinned_and_cached_sessions_but_fails_first_turns_it_cannot_pin(make_settings):
+    with router_at(make_settings(log_batch_size=5, log_buffer_max=20, pin_commit_timeout_s=0.3)) as (url, app):
+        assert chat(url, TOLERANT, session="s-before").headers["x-quantroute-tier"] == "int4"  # stored, cached
         dead = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=1")
-        app.writer.engine = dead
-        app.pins.engine = dead
-        statuses = [chat(url, TOLERANT, session=f"s-dbdown-{i}").status_code for i in range(40)]
-        assert set(statuses) == {200}
+        live, app.writer.engine, app.pin_committer.engine = app.pin_committer.engine, dead, dead
+        statuses = [chat(url, TOLERANT).status_code for _ in range(30)]
+        assert set(statuses) == {200}  # no session, no pin: the request log drops rows, requests go on
+        r = chat(url, SENSITIVE, session="s-before")
+        assert r.status_code == 200 and r.headers["x-quantroute-tier"] == "int4"  # its pin is in the cache
+        r = chat(url, TOLERANT, session="s-new")  # a first turn whose pin cannot be stored: never answered
+        assert r.status_code == 503 and r.headers["retry-after"]
+        assert r.json()["error"]["code"] == "session_pin_unavailable"
+        assert "s-new" not in app.pins.cache  # nothing half-pinned: the retry claims again
         deadline = time.monotonic() + 10
         while app.writer.dropped == 0:
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        assert app.pins.db_errors > 0
         metrics = httpx.get(url + "/metrics").text
         assert "quantroute_request_log_dropped_total 0.0" not in metrics
+
+        app.pin_committer.engine = live  # the DB is back: the client's retry gets its first turn and its pin
+        assert chat(url, TOLERANT, session="s-new").headers["x-quantroute-tier"] == "int4"
+    with router_at(make_settings()) as (url, _):  # a fresh process: the pin is in the DB
+        assert chat(url, SENSITIVE, session="s-new").headers["x-quantroute-tier"] == "int4"
+
+
+def test_a_pin_commit_that_fails_for_a_moment_is_retried_and_the_request_succeeds(make_settings):
+    with router_at(make_settings(pin_commit_timeout_s=20)) as (url, app):
+        live = app.pin_committer.engine
+        app.pin_committer.engine = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=1")
+        result: list[httpx.Response] = []
+        t = threading.Thread(target=lambda: result.append(chat(url, TOLERANT, session="s-blip")))
+        t.start()
+        deadline = time.monotonic() + 10
+        while app.pin_committer.errors < 2:  # it failed and was retried at least once
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert not result  # the answer waits for its pin
+        app.pin_committer.engine = live
+        t.join(30)
+        assert result[0].status_code == 200 and result[0].headers["x-quantroute-tier"] == "int4"
+    with router_at(make_settings()) as (url, _):
+        assert chat(url, SENSITIVE, session="s-blip").headers["x-quantroute-tier"] == "int4"
 
 
 def test_invalid_policy_keeps_last_good_and_shows_the_error(make_settings, policies):

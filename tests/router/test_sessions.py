@@ -1,9 +1,8 @@
-"""Session pins: the purge of expired pins (bounded batches, SQLite and PostgreSQL) and the router's purge task."""
+"""Session pins: one-statement read-or-create, the purge of expired pins (bounded batches, SQLite and PostgreSQL) and the router's purge task."""
 
 from __future__ import annotations
 
 import time
-import warnings
 from datetime import timedelta
 
 import httpx
@@ -11,7 +10,7 @@ from sqlmodel import select
 
 from quantroute.db.audit import utcnow
 from quantroute.db.engine import make_engine, session as db_session
-from quantroute.db.session_pin import SessionPin, create_pin, purge_expired_pins, touch_pin
+from quantroute.db.session_pin import SessionPin, claim_pins, purge_expired_pins
 from tests.router.conftest import TOLERANT, chat, router_at
 
 
@@ -45,30 +44,31 @@ def test_purge_deletes_expired_pins_in_bounded_batches(engine):
     assert keys(engine) == {"recent-0", "recent-1", "live-0", "live-1", "live-2"}
 
 
-def test_create_pin_over_an_expired_row_that_another_replica_purged_or_refreshed(engine):
+def test_claim_reads_or_creates_in_one_statement_and_replaces_only_expired_pins(engine):
+    add_pins(engine, "live", 1)  # another replica's live int4 pin
+    add_pins(engine, "expired", 1, expired_s_ago=3600)
     add_pins(engine, "purged", 1, expired_s_ago=3600)
-    add_pins(engine, "touched", 1, expired_s_ago=3600)
     now = utcnow()
+    with db_session(engine) as other:  # another replica purges this one before the claim lands
+        assert purge_expired_pins(session=other, before=now - timedelta(seconds=1800), batch=1) == 1
 
-    def new_pin(key: str) -> SessionPin:
-        return SessionPin(session_key=key, model="llama3-8b", tier="fp16", created_at=now, last_used=now,
-                          expires_at=now + timedelta(hours=1))
+    def row(key: str) -> dict:
+        return {"session_key": key, "model": "llama3-8b", "tier": "fp16", "arm": None, "deployment": None,
+                "served_deployment": "d-fp16", "policy_version": 2, "created_at": now, "last_used": now,
+                "expires_at": now + timedelta(hours=2)}
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # SQLAlchemy only warns when an ORM delete matched no row
-        with db_session(engine) as s:
-            assert s.get(SessionPin, "purged-0") is not None  # loaded here, then another replica purges it
-            with db_session(engine) as other:
-                assert purge_expired_pins(session=other, before=now, batch=1) == 1
-            assert create_pin(session=s, pin=new_pin("purged-0")).tier == "fp16"
-        with db_session(engine) as s:
-            assert s.get(SessionPin, "touched-0") is not None  # loaded here, then another replica revives it
-            with db_session(engine) as other:
-                touch_pin(session=other, session_key="touched-0", ttl_s=3600)
-            assert create_pin(session=s, pin=new_pin("touched-0")).tier == "int4"  # the revived pin wins
+    with engine.begin() as conn:
+        got = {p.session_key: p for p in claim_pins(conn=conn, pins=[row(k) for k in ("new-0", "live-0",
+                                                                                     "expired-0", "purged-0")],
+                                                    now=now)}
+    assert {k: p.tier for k, p in got.items()} == {"new-0": "fp16", "live-0": "int4", "expired-0": "fp16",
+                                                  "purged-0": "fp16"}
+    assert got["live-0"].served_deployment is None and got["live-0"].created_at < now  # the winner's row
+    assert got["live-0"].expires_at > now + timedelta(hours=1, minutes=59)  # ... refreshed by the claim
+    assert got["expired-0"].created_at == now and got["expired-0"].policy_version == 2  # started over
     with db_session(engine) as s:
-        assert s.get(SessionPin, "purged-0").tier == "fp16"
-        assert s.get(SessionPin, "touched-0").tier == "int4"
+        assert {p.session_key: p.tier for p in s.exec(select(SessionPin))} == {
+            "new-0": "fp16", "live-0": "int4", "expired-0": "fp16", "purged-0": "fp16"}
 
 
 def test_router_purges_expired_pins_in_the_background(make_settings):

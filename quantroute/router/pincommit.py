@@ -1,0 +1,153 @@
+"""Group commit of new session pins: many first turns, one transaction, one thread hop.
+
+A request that starts a session hands its pin here and goes on to forward at once; whatever pins arrived while
+the previous batch was being written go out together in the next one (`claim_pins`: one statement that reads
+and creates). Each claim resolves with the pin in force (ours or one stored first by another replica or worker)
+or fails with `PinNotStored` once its deadline passes. The router releases no response byte before its pin
+resolved (see `Decider.settle`), so a pin is never lost silently: it is stored, or the request fails.
+
+Failures: a connection-level error (DB down, restarting, locked) keeps the batch and retries it after a short
+backoff until the claims' deadline; any other error splits the batch in halves until the row that cannot be
+stored is alone (and fails), so one bad key never holds up the others."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError, OperationalError, TimeoutError as PoolTimeout
+
+from quantroute.db.audit import utcnow
+from quantroute.db.session_pin import SessionPin, claim_pins
+
+log = logging.getLogger(__name__)
+
+
+class PinNotStored(Exception):
+    """The pin could not be committed before its deadline; the message says why."""
+
+
+@dataclass(slots=True)
+class Claim:
+    row: dict
+    deadline: float  # monotonic
+    future: asyncio.Future  # -> SessionPin in force
+
+
+def transient(e: BaseException) -> bool:
+    """An error of the connection or the whole database, not of one row: retry the batch as it is."""
+    if isinstance(e, (OperationalError, PoolTimeout)):
+        return True
+    return isinstance(e, DBAPIError) and bool(e.connection_invalidated)
+
+
+class PinCommitter:
+    def __init__(self, engine: Engine, *, timeout_s: float = 5.0, max_batch: int = 256,
+                 on_batch: Callable[[int], None] | None = None) -> None:
+        self.engine = engine
+        self.timeout_s = timeout_s
+        self.max_batch = max_batch
+        self.on_batch = on_batch  # (pins in the batch) -> None, for metrics
+        self.pending: dict[str, Claim] = {}  # insertion order = arrival order
+        self.batches = 0
+        self.errors = 0
+        self._wake = asyncio.Event()
+        self._backoff = 0.0
+        self._busy = False  # a batch is being written
+
+    def submit(self, row: dict) -> asyncio.Future:
+        """Queue a pin row (the `session_pin` columns); the future resolves with the pin in force."""
+        claim = self.pending.get(row["session_key"])
+        if claim is not None:  # the same key twice before a batch went out: one claim, both wait on it
+            return claim.future
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[row["session_key"]] = Claim(row, time.monotonic() + self.timeout_s, fut)
+        self._wake.set()
+        return fut
+
+    async def run(self) -> None:
+        """Background task: write whatever is pending, batch after batch, until cancelled."""
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                while self.pending:
+                    if self._backoff:
+                        await asyncio.sleep(self._backoff)
+                    self._busy = True
+                    try:
+                        await self._commit(self._take())
+                    finally:
+                        self._busy = False
+        finally:
+            self._fail_all("the router is shutting down")
+
+    async def drain(self, *, timeout_s: float) -> None:
+        """Wait (bounded) until every claim made so far is resolved: at shutdown, before the task stops."""
+        deadline = time.monotonic() + timeout_s
+        while (self.pending or self._busy) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+
+    def _take(self) -> list[Claim]:
+        keys = list(self.pending)[:self.max_batch]
+        return [self.pending.pop(k) for k in keys]
+
+    async def _commit(self, batch: list[Claim]) -> None:
+        try:
+            pins = await asyncio.to_thread(self._write, [c.row for c in batch])
+        except Exception as e:  # noqa: BLE001 - every claim gets an outcome, below
+            self.errors += 1
+            if transient(e):
+                self._retry_later(batch, e)
+            elif len(batch) == 1:  # this row itself cannot be stored: retrying would not help
+                log.warning("session pin %r rejected by the database: %s", batch[0].row["session_key"], e)
+                if not batch[0].future.done():
+                    batch[0].future.set_exception(PinNotStored(f"session pin rejected by the database: {e}"))
+            else:
+                mid = len(batch) // 2
+                await self._commit(batch[:mid])
+                await self._commit(batch[mid:])
+            return
+        self._backoff = 0.0
+        self.batches += 1
+        if self.on_batch is not None:
+            self.on_batch(len(batch))
+        by_key = {p.session_key: p for p in pins}
+        for c in batch:
+            pin = by_key.get(c.row["session_key"])
+            if c.future.done():
+                continue
+            if pin is None:  # cannot happen with RETURNING; never leave a waiter hanging
+                c.future.set_exception(PinNotStored("the database returned no row for this pin"))
+            else:
+                c.future.set_result(pin)
+
+    def _retry_later(self, batch: list[Claim], e: Exception) -> None:
+        now = time.monotonic()
+        self._backoff = min(max(self._backoff * 2, 0.02), 0.5)
+        kept = 0
+        for c in batch:
+            if c.future.done():
+                continue
+            if now >= c.deadline:
+                c.future.set_exception(PinNotStored(f"session pin not stored within {self.timeout_s:g}s: {e}"))
+            elif c.row["session_key"] not in self.pending:
+                self.pending[c.row["session_key"]] = c
+                kept += 1
+        log.warning("session pin batch of %d failed (%d kept for a retry): %s", len(batch), kept, e)
+        if kept:
+            self._wake.set()
+
+    def _write(self, rows: list[dict]) -> list[SessionPin]:
+        with self.engine.begin() as conn:
+            return claim_pins(conn=conn, pins=rows, now=utcnow())
+
+    def _fail_all(self, why: str) -> None:
+        for c in self.pending.values():
+            if not c.future.done():
+                c.future.set_exception(PinNotStored(why))
+        self.pending.clear()

@@ -1,0 +1,54 @@
+"""Serving the router: one process, or `workers` processes sharing one listening socket.
+
+Workers are separate processes (uvicorn's supervisor spawns them and restarts one that dies), so each keeps its
+own caches and reads the same database, exactly as replicas on several hosts do: pins, node registrations and
+policy activations reach every worker through the DB. That is why several workers need a database: without one
+each worker would keep pins of its own and a session's second turn could land on a worker that never saw it."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from quantroute.router.settings import RouterSettings
+
+# How the supervisor hands the settings to workers it spawns (fresh interpreters: nothing else is inherited).
+SETTINGS_ENV = "QUANTROUTE_WORKER_SETTINGS"
+LOG_LEVEL_ENV = "QUANTROUTE_WORKER_LOG_LEVEL"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class WorkersNeedDatabase(ValueError):
+    """Several workers without a database would each keep their own pins."""
+
+
+def serve(settings: RouterSettings, *, workers: int = 1, use_db: bool = True, log_level: str = "warning") -> None:
+    import uvicorn
+
+    from quantroute.router.app import create_app
+
+    common = dict(host=settings.host, port=settings.port, http="httptools", loop="uvloop", log_level=log_level,
+                  access_log=False, timeout_graceful_shutdown=5)
+    if workers == 1:
+        uvicorn.run(create_app(settings, use_db=use_db), **common)
+        return
+    if not use_db:
+        raise WorkersNeedDatabase(f"--workers {workers} needs a database (drop --no-db): each worker is its own "
+                                  "process and workers share session pins only through the database")
+    from quantroute.db.engine import init_db, make_engine
+
+    engine = make_engine(settings.db_url)  # migrate once here, not racing in every worker
+    init_db(engine)
+    engine.dispose()
+    os.environ[SETTINGS_ENV] = settings.model_dump_json()
+    os.environ[LOG_LEVEL_ENV] = log_level
+    uvicorn.run("quantroute.router.workers:app_from_env", factory=True, workers=workers, **common)
+
+
+def app_from_env():
+    """uvicorn's factory in each worker process: the supervisor's settings, schema already upgraded."""
+    from quantroute.router.app import create_app
+
+    logging.basicConfig(level=os.environ.get(LOG_LEVEL_ENV, "warning").upper(), format=LOG_FORMAT)
+    settings = RouterSettings.model_validate_json(os.environ[SETTINGS_ENV])
+    return create_app(settings, upgrade=False)
