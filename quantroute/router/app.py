@@ -216,6 +216,9 @@ class Router:
                 task.cancel()  # type: ignore[union-attr]
 
         pending = self.decider.pending(route)
+        if route.pin is not None and (pending is None or pending.done()):
+            self.decider.check_settled(route, pending)  # already settled: a moved pin never goes upstream
+            pending = None
         gate = None
         if pending is not None:  # a first turn: its pin is being stored while we forward
             timeout = self.settings.pin_commit_timeout_s + 1

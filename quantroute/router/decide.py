@@ -232,10 +232,13 @@ class Decider:
         if not self.agrees(route):
             raise PinMoved()
 
-    @staticmethod
-    def agrees(route: Route) -> bool:
+    def agrees(self, route: Route) -> bool:
+        """Whether the request goes where its session's pin (as stored, once it is) says."""
         pin = route.pin
-        if pin is None or pin.model != route.model:
+        if pin is None:
+            return True
+        self.pins.adopt(pin)
+        if pin.model != route.model:
             return True
         dep = route.node.deployment if route.node is not None else None
         return (pin.tier == route.tier.value and pin.arm == route.arm

@@ -18,11 +18,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError, TimeoutError as PoolTimeout
 
 from quantroute.db.audit import utcnow
-from quantroute.db.session_pin import SessionPin, claim_pins
+from quantroute.db.session_pin import PinClaims
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class PinNotStored(Exception):
 class Claim:
     row: dict
     deadline: float  # monotonic
-    future: asyncio.Future  # -> SessionPin in force
+    future: asyncio.Future  # -> the pin in force (column -> value)
 
 
 def transient(e: BaseException) -> bool:
@@ -48,7 +48,9 @@ def transient(e: BaseException) -> bool:
 class PinCommitter:
     def __init__(self, engine: Engine, *, timeout_s: float = 5.0, max_batch: int = 256,
                  on_batch: Callable[[int], None] | None = None) -> None:
-        self.engine = engine
+        self._engine = engine
+        self._conn: Connection | None = None  # kept open: no pool checkout, ping or BEGIN per batch
+        self._claims = PinClaims(engine.dialect)
         self.timeout_s = timeout_s
         self.max_batch = max_batch
         self.on_batch = on_batch  # (pins in the batch) -> None, for metrics
@@ -58,6 +60,15 @@ class PinCommitter:
         self._wake = asyncio.Event()
         self._backoff = 0.0
         self._busy = False  # a batch is being written
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    @engine.setter
+    def engine(self, engine: Engine) -> None:  # the next batch connects to this one
+        self._engine = engine
+        self._drop_connection()
 
     def submit(self, row: dict) -> asyncio.Future:
         """Queue a pin row (the `session_pin` columns); the future resolves with the pin in force."""
@@ -85,6 +96,7 @@ class PinCommitter:
                         self._busy = False
         finally:
             self._fail_all("the router is shutting down")
+            self._drop_connection()
 
     async def drain(self, *, timeout_s: float) -> None:
         """Wait (bounded) until every claim made so far is resolved: at shutdown, before the task stops."""
@@ -116,7 +128,7 @@ class PinCommitter:
         self.batches += 1
         if self.on_batch is not None:
             self.on_batch(len(batch))
-        by_key = {p.session_key: p for p in pins}
+        by_key = {p["session_key"]: p for p in pins}
         for c in batch:
             pin = by_key.get(c.row["session_key"])
             if c.future.done():
@@ -142,9 +154,24 @@ class PinCommitter:
         if kept:
             self._wake.set()
 
-    def _write(self, rows: list[dict]) -> list[SessionPin]:
-        with self.engine.begin() as conn:
-            return claim_pins(conn=conn, pins=rows, now=utcnow())
+    def _write(self, rows: list[dict]) -> list[dict]:
+        # One statement is its own transaction (autocommit): a single round trip per batch.
+        if self._conn is None:
+            self._conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            return self._claims.claim(self._conn, rows, utcnow())
+        except Exception:
+            self._drop_connection()  # a broken or unknown-state connection is never reused
+            raise
+
+    def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.invalidate()
+                conn.close()
+            except Exception as e:  # noqa: BLE001 - it is being thrown away
+                log.debug("closing the pin connection: %s", e)
 
     def _fail_all(self, why: str) -> None:
         for c in self.pending.values():

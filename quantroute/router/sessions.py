@@ -97,21 +97,26 @@ class PinStore:
             "session_key": key, "model": model, "tier": tier, "arm": arm, "deployment": deployment,
             "served_deployment": served_deployment, "policy_version": policy_version, "created_at": now,
             "last_used": now, "expires_at": now + timedelta(seconds=ttl_s)})
-        pin.stored.add_done_callback(lambda fut: self._settled(pin, fut))
+        pin.stored.add_done_callback(lambda _: self.adopt(pin))
         return pin
 
-    def _settled(self, pin: Pin, fut: asyncio.Future) -> None:
-        """The claim resolved: adopt the stored values, or forget a pin that was never stored."""
-        if fut.cancelled() or fut.exception() is not None:
-            self.db_errors += 1
-            if self.cache.get(pin.session_key) is pin:
-                del self.cache[pin.session_key]  # the next request claims again; this one fails (settle)
+    def adopt(self, pin: Pin) -> None:
+        """Once its claim resolved: take the stored values (another replica's, if it stored the session first),
+        or forget a pin that was never stored. Idempotent; whoever looks first applies it (the future's
+        callbacks run a loop iteration after it resolves, and a request may look before that)."""
+        fut = pin.stored
+        if fut is None or not fut.done():
             return
-        row: SessionPin = fut.result()
-        if row.model == pin.model:  # a key reused for another model is that model's pin, not ours to follow
-            pin.tier, pin.arm, pin.deployment = row.tier, row.arm, row.deployment
-            pin.served_deployment, pin.policy_version, pin.created_at = (row.served_deployment, row.policy_version,
-                                                                         row.created_at)
+        if fut.cancelled() or fut.exception() is not None:
+            if self.cache.get(pin.session_key) is pin:  # the next request claims again; this one fails (settle)
+                del self.cache[pin.session_key]
+                self.db_errors += 1
+            return
+        row: dict = fut.result()
+        if row["model"] == pin.model:  # a key reused for another model is that model's pin, not ours to follow
+            pin.tier, pin.arm, pin.deployment = row["tier"], row["arm"], row["deployment"]
+            pin.served_deployment, pin.policy_version, pin.created_at = (row["served_deployment"],
+                                                                         row["policy_version"], row["created_at"])
         pin.stored = None
 
     async def delete(self, key: str) -> bool:

@@ -58,14 +58,14 @@ def test_claim_reads_or_creates_in_one_statement_and_replaces_only_expired_pins(
                 "expires_at": now + timedelta(hours=2)}
 
     with engine.begin() as conn:
-        got = {p.session_key: p for p in claim_pins(conn=conn, pins=[row(k) for k in ("new-0", "live-0",
+        got = {p["session_key"]: p for p in claim_pins(conn=conn, pins=[row(k) for k in ("new-0", "live-0",
                                                                                      "expired-0", "purged-0")],
                                                     now=now)}
-    assert {k: p.tier for k, p in got.items()} == {"new-0": "fp16", "live-0": "int4", "expired-0": "fp16",
+    assert {k: p["tier"] for k, p in got.items()} == {"new-0": "fp16", "live-0": "int4", "expired-0": "fp16",
                                                   "purged-0": "fp16"}
-    assert got["live-0"].served_deployment is None and got["live-0"].created_at < now  # the winner's row
-    assert got["live-0"].expires_at > now + timedelta(hours=1, minutes=59)  # ... refreshed by the claim
-    assert got["expired-0"].created_at == now and got["expired-0"].policy_version == 2  # started over
+    assert got["live-0"]["served_deployment"] is None and got["live-0"]["created_at"] < now  # the winner's row
+    assert got["live-0"]["expires_at"] > now + timedelta(hours=1, minutes=59)  # ... refreshed by the claim
+    assert got["expired-0"]["created_at"] == now and got["expired-0"]["policy_version"] == 2  # started over
     with db_session(engine) as s:
         assert {p.session_key: p.tier for p in s.exec(select(SessionPin))} == {
             "new-0": "fp16", "live-0": "int4", "expired-0": "fp16", "purged-0": "fp16"}
