@@ -36,14 +36,6 @@ def _aware(dt: datetime) -> datetime:
     return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
-def get_pin(*, session: Session, session_key: str, now: datetime | None = None) -> SessionPin | None:
-    pin = session.get(SessionPin, session_key)
-    if pin is None:
-        return None
-    pin.created_at, pin.last_used, pin.expires_at = map(_aware, (pin.created_at, pin.last_used, pin.expires_at))
-    return pin if pin.expires_at > (now or utcnow()) else None
-
-
 # Columns a claim takes from the new row only where the stored pin has expired (the session starts over); a live
 # pin keeps them, so the replica that committed first decides the session's tier, arm and deployment.
 _CLAIMED = ("model", "tier", "arm", "deployment", "served_deployment", "policy_version", "created_at")

@@ -223,8 +223,10 @@ class Router:
         if pending is not None:  # a first turn: its pin is being stored while we forward
             timeout = self.settings.pin_commit_timeout_s + 1
 
-            async def gate() -> None:
+            async def settle_first() -> None:
                 await self.decider.settle(route, timeout)
+
+            gate = settle_first
 
             def settled(fut) -> None:  # a pin that failed or moved stops the upstream request at once
                 if not state["done"] and not state["gone"] and (fut.cancelled() or fut.exception() is not None
