@@ -264,6 +264,8 @@ class Router:
              (b"x-quantroute-rules", route.rules_header)]
         if route.arm is not None:
             h.append((b"x-quantroute-arm", route.arm.encode()))
+        if route.from_pin:  # the rules header names this request's rules; the pin, not they, chose the tier
+            h.append((b"x-quantroute-pinned", b"true"))
         return h
 
     def _record(self, ts, started: float, request_id: str, data, route: Route | None, out: Outcome,

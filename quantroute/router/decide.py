@@ -37,6 +37,7 @@ class Route:
     decision: Decision | None = None
     session_key: str | None = None
     pinned: bool = False
+    from_pin: bool = False  # the tier came from an existing session pin, not from this request's score
     pin_created: datetime | None = None
     deployments: tuple[str, ...] = ()
     escalated: bool = False
@@ -128,7 +129,8 @@ class Decider:
                 self.pins.rearm(key, BASELINE)
                 pin.arm, pin.served_deployment = BASELINE, None
         deps = (pin.deployment,) if pin.deployment else self.deployments_for(ap, model, tier, pin.arm)
-        route = Route(ap, model, tier, None, pin.arm, decision, key, True, pin.created_at, deps)  # type: ignore[arg-type]
+        route = Route(ap, model, tier, None, pin.arm, decision, key, pinned=True, from_pin=True,  # type: ignore[arg-type]
+                      pin_created=pin.created_at, deployments=deps)
         route.pin = pin
         if not pin.deployment:
             route.prefer = pin.served_deployment
@@ -167,7 +169,7 @@ class Decider:
             arm = None
             if canary is not None and canary.percent > 0:  # a canary at 0 % is not running: no arms
                 arm = choose_arm(key or headers.get("x-request-id") or uuid.uuid4().hex, canary.percent, model)
-        route = Route(ap, model, tier, None, arm, decision, key, False, None)  # type: ignore[arg-type]
+        route = Route(ap, model, tier, None, arm, decision, key)  # type: ignore[arg-type]
         for i, t in enumerate(ladder):  # cheapest first; never below the decision's tier
             route.tier = t
             route.deployments = (fixed,) if fixed else self.deployments_for(ap, model, t, arm)

@@ -109,6 +109,21 @@ def test_session_pinned_to_int4_stays_when_a_later_turn_is_sensitive(router):
     assert chat(url, SENSITIVE, session="s-tolerant").headers["x-quantroute-tier"] == "fp16"
 
 
+def test_a_response_whose_tier_came_from_the_session_pin_says_so(router):
+    """x-quantroute-pinned: true only when an existing pin chose the tier; the first turn (its score chose the
+    tier and wrote the pin), requests without a session and the first turn after an unpin carry no such header."""
+    url, _ = router
+    assert "x-quantroute-pinned" not in chat(url, SENSITIVE).headers
+    first = chat(url, TOLERANT, session="s-marked")
+    assert first.status_code == 200 and "x-quantroute-pinned" not in first.headers
+    later = chat(url, TOLERANT + [{"role": "assistant", "content": "ha"}] + SENSITIVE, session="s-marked")
+    assert later.headers["x-quantroute-tier"] == "int4"
+    assert later.headers["x-quantroute-pinned"] == "true"  # the rules header names rules that did not decide
+    assert admin(url).delete("/admin/sessions/s-marked").json()["unpinned"] is True
+    fresh = chat(url, SENSITIVE, session="s-marked")
+    assert fresh.headers["x-quantroute-tier"] == "fp16" and "x-quantroute-pinned" not in fresh.headers
+
+
 def probed(app, timeout=10.0) -> None:
     """Wait for the startup probe of every node, so it cannot undo what the test sets."""
     deadline = time.monotonic() + timeout
