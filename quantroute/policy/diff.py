@@ -58,6 +58,29 @@ def _keyed(items: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
     return {str(i[key]): {k: v for k, v in i.items() if k != key} for i in items}
 
 
+def _thresholds(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[Change]:
+    """A threshold moved to another score is one change of its tier's threshold ("score>=6" -> "score>=7"),
+    not a removal plus an addition; a score that now maps to another tier is one change of that score."""
+    a = {(str(t["min_score"]), t["tier"]) for t in old}
+    b = {(str(t["min_score"]), t["tier"]) for t in new}
+    gone, came = sorted(a - b), sorted(b - a)
+    changes = []
+    for key in ("tier", "score"):  # pair by tier first (the usual edit), then by score
+        for x in list(gone):
+            y = next((y for y in came if (y[1] == x[1] if key == "tier" else y[0] == x[0])), None)
+            if y is None:
+                continue
+            gone.remove(x)
+            came.remove(y)
+            if key == "tier":
+                changes.append(Change("thresholds", "changed", f"thresholds.{x[1]}", f"score>={x[0]}", f"score>={y[0]}"))
+            else:
+                changes.append(Change("thresholds", "changed", f"thresholds.score>={x[0]}", x[1], y[1]))
+    changes += [Change("thresholds", "removed", f"thresholds.score>={s}", old=t) for s, t in gone]
+    changes += [Change("thresholds", "added", f"thresholds.score>={s}", new=t) for s, t in came]
+    return changes
+
+
 def diff_policies(a: Policy, b: Policy) -> list[Change]:
     da, db = policy_to_data(a), policy_to_data(b)
     changes: list[Change] = []
@@ -74,10 +97,7 @@ def diff_policies(a: Policy, b: Policy) -> list[Change]:
     order_b = [n for n in (r["name"] for r in db["rules"]) if n in ra]
     if order_a != order_b:
         changes.append(Change("rules", "changed", "rules (order)", order_a, order_b))
-    ta = {str(t["min_score"]): t["tier"] for t in da["thresholds"]}
-    tb = {str(t["min_score"]): t["tier"] for t in db["thresholds"]}
-    changes += _compare("thresholds", {f"score>={k}": v for k, v in ta.items()},
-                        {f"score>={k}": v for k, v in tb.items()}, "thresholds")
+    changes += _thresholds(da["thresholds"], db["thresholds"])
     changes += _compare("tiers", _keyed(da["tiers"], "name"), _keyed(db["tiers"], "name"), "tiers")
     changes += _compare("deployments", da["deployments"], db["deployments"], "deployments")
     changes += _compare("canaries", _keyed(da["canaries"], "model"), _keyed(db["canaries"], "model"), "canaries")

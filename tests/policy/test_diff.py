@@ -20,7 +20,18 @@ def test_semantic_diff_lists_rule_threshold_and_canary_changes():
     assert "~ rules.long-output.weight: 6.0 -> 8.0" in lines
     assert any(l.startswith("- rules.casual-chat:") for l in lines)
     assert any(l.startswith("+ rules.batch-jobs:") for l in lines)
-    assert "- thresholds.score>=3.0: fp8" in lines and "+ thresholds.score>=4.0: fp8" in lines
+    assert "~ thresholds.fp8: score>=3.0 -> score>=4.0" in lines  # one change, not a removal plus an addition
+    assert not any(l.startswith(("- thresholds", "+ thresholds")) for l in lines)
     assert "~ canaries.llama3-8b.percent: 0.0 -> 5.0" in lines
     assert "~ sessions.max_wait_ms: 2000 -> 500" in lines
     assert diff_policies(a, a) == []
+
+
+def test_threshold_diffs_pair_by_tier_then_by_score():
+    data = yaml.safe_load((REPO / "policies" / "policy-0001.yaml").read_text())
+    a = parse_policy(yaml.safe_dump(data))
+    scores = [t["min_score"] for t in data["thresholds"]]
+    data["thresholds"][0]["tier"] = "fp8" if data["thresholds"][0]["tier"] != "fp8" else "fp16"
+    b = parse_policy(yaml.safe_dump(data))
+    th = [c for c in diff_policies(a, b) if c.section == "thresholds"]
+    assert [(c.kind, c.path) for c in th] == [("changed", f"thresholds.score>={float(scores[0])}")]
