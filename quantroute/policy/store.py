@@ -146,7 +146,10 @@ class PolicyStore:
             s.commit()
         return version
 
-    def approve(self, version: int, *, by: str, comment: str = "") -> None:
+    def approve(self, version: int, *, by: str, comment: str = "", actor: str | None = None) -> None:
+        """`by` approves `version`. `actor`: who acted when that is not `by` (an implicit approval, covered by
+        one `by` gave earlier, e.g. a rollout's steps): the audit event names the actor, at the time they
+        acted, and says whose approval covers it, instead of crediting `by` with something they did not do."""
         policy = self.load(version)
         if by == policy.author:
             raise PolicyStoreError(f"{by} wrote version {version}; a different reviewer must approve it")
@@ -155,8 +158,11 @@ class PolicyStore:
             if existing:
                 raise PolicyStoreError(f"version {version} was already approved by {existing.approved_by}")
             s.add(PolicyApproval(version=version, approved_by=by, comment=comment))
-            audit.record(s, actor=by, action="policy.approve", subject=self.path(version).name,
-                         version_after=version, detail={"comment": comment} if comment else {})
+            detail: dict = {"comment": comment} if comment else {}
+            if actor is not None and actor != by:
+                detail.update(implicit=True, covered_by=by)
+            audit.record(s, actor=actor or by, action="policy.approve", subject=self.path(version).name,
+                         version_after=version, detail=detail)
             s.commit()
 
     def is_approved(self, version: int) -> bool:

@@ -66,7 +66,8 @@ def activate(store: PolicyStore, row: db.Rollout, version: int, *, by: str, roll
     if rollback:
         store.activate(version, by=by, emergency=True, reason=reason)
         return
-    store.approve(version, by=row.approved_by or by, comment=f"covered by the approval of rollout {row.id}")
+    store.approve(version, by=row.approved_by or by, actor=by,
+                  comment=f"covered by {row.approved_by or by}'s approval of rollout {row.id}")
     store.activate(version, by=by)
 
 
