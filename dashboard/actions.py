@@ -4,7 +4,8 @@ store and the rollout service audit their own writes with the same actor)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -18,35 +19,55 @@ from quantroute.policy.store import PolicyStore
 from quantroute.router.admin_client import RouterAdmin, RouterUnavailable
 
 
+@contextmanager
+def refusals_audited(engine: Engine, *, actor: str, action: str, subject: str) -> Iterator[None]:
+    """A write that is refused (role, four-eyes, state machine, bad input) leaves an audit event too, with
+    `detail.refused` saying why: the audit trail shows attempts, not only what happened."""
+    try:
+        yield
+    except Exception as e:
+        with open_session(engine) as s:
+            audit.record(s, actor=actor, action=action, subject=subject,
+                         detail={"refused": str(e) or type(e).__name__})
+            s.commit()
+        raise
+
+
 # ---- policy versions -------------------------------------------------------------------------------------
 
 def save_policy(*, store: PolicyStore, actor: str, draft: Policy, parent: int | None, message: str) -> int:
-    require(store.engine, actor, "policy.new")
-    if not message.strip():
-        raise ValueError("message: say what this version changes and why")
-    return store.new(parent=parent, author=actor, message=message.strip(), policy=draft)
+    with refusals_audited(store.engine, actor=actor, action="policy.new", subject=f"draft from version {parent}"):
+        require(store.engine, actor, "policy.new")
+        if not message.strip():
+            raise ValueError("message: say what this version changes and why")
+        return store.new(parent=parent, author=actor, message=message.strip(), policy=draft)
 
 
 def approve_policy(*, store: PolicyStore, actor: str, version: int, comment: str = "") -> None:
-    require(store.engine, actor, "policy.approve")
-    store.approve(version, by=actor, comment=comment)
+    with refusals_audited(store.engine, actor=actor, action="policy.approve", subject=store.path(version).name):
+        require(store.engine, actor, "policy.approve")
+        store.approve(version, by=actor, comment=comment)
 
 
 def activate_policy(*, store: PolicyStore, actor: str, version: int, reason: str = "") -> int:
-    require(store.engine, actor, "policy.activate")
-    return store.activate(version, by=actor, reason=reason)
+    with refusals_audited(store.engine, actor=actor, action="policy.activate", subject=store.path(version).name):
+        require(store.engine, actor, "policy.activate")
+        return store.activate(version, by=actor, reason=reason)
 
 
 def rollback_policy(*, store: PolicyStore, actor: str, to: int | None, reason: str = "") -> int:
-    require(store.engine, actor, "policy.rollback")
-    return store.rollback(by=actor, to=to, reason=reason)
+    subject = store.path(to).name if to is not None else "previous version"
+    with refusals_audited(store.engine, actor=actor, action="policy.rollback", subject=subject):
+        require(store.engine, actor, "policy.rollback")
+        return store.rollback(by=actor, to=to, reason=reason)
 
 
 # ---- session pins ----------------------------------------------------------------------------------------
 
 def unpin_session(*, engine: Engine, router: RouterAdmin | None, actor: str, session_key: str) -> bool:
     """Through the router when there is one (it also forgets its cached pin), else in the DB directly."""
-    require(engine, actor, "session.unpin")
+    with refusals_audited(engine, actor=actor, action="session.unpin", subject=session_key):
+        require(engine, actor, "session.unpin")
     failed = None
     if router is not None:
         try:
@@ -71,7 +92,8 @@ def unpin_session(*, engine: Engine, router: RouterAdmin | None, actor: str, ses
 def run_eval(*, engine: Engine, actor: str, suite_path: str, baseline: str, candidate: str, runs_dir: str,
              progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """A paired eval run (endpoint specs `URL#deployment`); returns the stored run view as JSON."""
-    require(engine, actor, "eval.run")
+    with refusals_audited(engine, actor=actor, action="eval.run", subject=suite_path):
+        require(engine, actor, "eval.run")
     from pathlib import Path
 
     from quantroute.evals.runs import start_run
@@ -103,10 +125,11 @@ def rollout_action(*, service: Any, actor: str, action: str, model: str, **kwarg
     Checklist ticks belong to reviewers (a person vouching for a fact the system cannot see)."""
     if action not in ROLLOUT_ACTIONS:
         raise ValueError(f"unknown rollout action {action!r}; valid: {', '.join(ROLLOUT_ACTIONS)}")
-    require(service.engine, actor, _PERMISSION.get(action, f"rollout.{action}"))
-    fn = getattr(service, action)
-    if action == "tick":
-        return fn(model, kwargs.pop("items"), by=actor, **kwargs)
-    if action == "check_gate":
-        return fn(model, by=actor)
-    return fn(model, by=actor, **kwargs)
+    with refusals_audited(service.engine, actor=actor, action=f"rollout.{action}", subject=model):
+        require(service.engine, actor, _PERMISSION.get(action, f"rollout.{action}"))
+        fn = getattr(service, action)
+        if action == "tick":
+            return fn(model, kwargs.pop("items"), by=actor, **kwargs)
+        if action == "check_gate":
+            return fn(model, by=actor)
+        return fn(model, by=actor, **kwargs)

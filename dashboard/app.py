@@ -17,6 +17,9 @@ from dashboard import login  # noqa: E402
 from dashboard.pages import audit, capacity, evals, fleet, policy, rollouts, sessions  # noqa: E402
 
 st.set_page_config(page_title="quantroute", layout="wide")
+# No "Deploy" button or developer menu for operators, reviewers and analysts, however the app is started
+# (streamlit run, make demo, the container): a client option, so the script may set it itself.
+st.set_option("client.toolbarMode", "viewer")
 
 user = login.current_user()
 if user is None:

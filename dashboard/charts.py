@@ -10,36 +10,72 @@ import pandas as pd
 from quantroute.tiers import TIER_ORDER
 
 TIERS = [t.value for t in TIER_ORDER]
-TIER_SCALE = alt.Scale(domain=TIERS, range=["#1f4e79", "#2e86c1", "#f39c12", "#c0392b"])
+TIER_COLOURS = dict(zip(TIERS, ["#1f4e79", "#2e86c1", "#f39c12", "#c0392b"]))
+TIER_SCALE = alt.Scale(domain=TIERS, range=list(TIER_COLOURS.values()))
 ARM_SCALE = alt.Scale(domain=["baseline", "candidate"], range=["#1f4e79", "#e67e22"])
-METRIC_TITLES = {"rps": "requests/s", "tokens_s": "tokens/s", "error_rate": "error rate",
-                 "mean_latency_ms": "mean latency (ms)", "waiting": "waiting (queue)"}
+METRIC_TITLES = {"rps": "requests/s", "tokens_s": "tokens/s", "error_rate": "error rate (5xx)",
+                 "mean_latency_ms": "mean latency (ms)", "mean_ttft_ms": "mean TTFT (ms)",
+                 "waiting": "waiting requests (queue)"}
+# (axis format, tooltip format, smallest top of the y axis): an all-zero series still gets a readable axis
+# (0 to 1 %, 0 to 1 request) instead of a zero-height one labelled "0.000000%".
+METRIC_FORMATS = {"rps": (",.2~f", ",.2f", 1.0), "tokens_s": (",.0f", ",.0f", 10.0),
+                  "error_rate": (".1~%", ".2%", 0.01), "mean_latency_ms": (",.0f", ",.0f", 10.0),
+                  "mean_ttft_ms": (",.0f", ",.0f", 10.0), "waiting": ("d", "d", 1.0)}
+TIME_FORMAT = "%H:%M"
 
 
-def tier_timeseries(df: pd.DataFrame, metric: str) -> alt.Chart:
-    """One line per tier over time; metric is a column of queries.tier_timeseries (or 'waiting')."""
+def _y_top(values: pd.Series, floor: float) -> float:
+    top = float(values.max()) if len(values) and pd.notna(values.max()) else 0.0
+    return max(top * 1.1, floor)
+
+
+def tier_timeseries(df: pd.DataFrame, metric: str, window: tuple[pd.Timestamp, pd.Timestamp] | None = None,
+                    tiers: list[str] | None = None) -> alt.Chart:
+    """One line per tier over time; metric is a column of queries.tier_timeseries (or 'waiting').
+    `window` (start, end) fixes the time axis, so every chart of a page spans the page's window."""
     title = METRIC_TITLES.get(metric, metric)
-    axis = alt.Axis(format="%") if metric == "error_rate" else alt.Axis()
-    return alt.Chart(df, title=title).mark_line(point=True).encode(
-        x=alt.X("time:T", title=None),
-        y=alt.Y(f"{metric}:Q", title=title, axis=axis),
-        color=alt.Color("tier:N", scale=TIER_SCALE, sort=TIERS),
-        tooltip=["time:T", "tier:N", alt.Tooltip(f"{metric}:Q", format=".3f")],
+    axis_fmt, tip_fmt, floor = METRIC_FORMATS.get(metric, (",.2~f", ",.2f", 1.0))
+    x_scale = alt.Scale(domain=[window[0].isoformat(), window[1].isoformat()]) if window else alt.Undefined
+    domain = tiers or TIERS
+    return alt.Chart(df, title=title).mark_line(point=alt.OverlayMarkDef(size=20)).encode(
+        x=alt.X("time:T", title=None, scale=x_scale, axis=alt.Axis(format=TIME_FORMAT, labelOverlap=True)),
+        y=alt.Y(f"{metric}:Q", title=title, axis=alt.Axis(format=axis_fmt, tickMinStep=1 if metric == "waiting" else alt.Undefined),
+                scale=alt.Scale(domain=[0, _y_top(df[metric] if metric in df else pd.Series(dtype=float), floor)])),
+        color=alt.Color("tier:N", scale=alt.Scale(domain=domain, range=[TIER_COLOURS[t] for t in domain]),
+                        sort=domain, title="tier"),
+        tooltip=[alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S", title="time (UTC)"), "tier:N",
+                 alt.Tooltip(f"{metric}:Q", format=tip_fmt, title=title)],
     ).properties(height=220)
 
 
-def tier_share(df: pd.DataFrame, limit: float | None = None) -> alt.Chart:
-    """Share of traffic per tier as horizontal bars; the fleet-composition limit drawn on the top tier."""
-    bars = alt.Chart(df, title="share of traffic per tier").mark_bar().encode(
-        y=alt.Y("tier:N", sort=TIERS, title=None),
-        x=alt.X("share:Q", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]), title="share"),
+def share_frame(df: pd.DataFrame, tiers: list[str] | None = None) -> pd.DataFrame:
+    """Every tier in fidelity order, 0 where no request went, each with its label ("42.1 % · 840 requests")."""
+    tiers = tiers or TIERS
+    got = df.set_index("tier") if not df.empty else pd.DataFrame(columns=["requests", "share"])
+    rows = [{"tier": t, "requests": int(got["requests"].get(t, 0)), "share": float(got["share"].get(t, 0.0))}
+            for t in [*tiers, *[x for x in got.index if x not in tiers]]]
+    out = pd.DataFrame(rows)
+    out["label"] = [f"{100 * s:.1f} % · {n:,} requests" for s, n in zip(out["share"], out["requests"])]
+    return out
+
+
+def tier_share(df: pd.DataFrame, limit: float | None = None, tiers: list[str] | None = None) -> alt.Chart:
+    """Share of traffic per tier as horizontal bars, every tier named and labelled with its share; the
+    fleet-composition limit drawn on the top tier."""
+    full = share_frame(df, tiers)
+    order = full["tier"].tolist()
+    y = alt.Y("tier:N", sort=order, title=None, axis=alt.Axis(labelOverlap=False, labelFontSize=13))
+    base = alt.Chart(full, title="share of traffic per tier")
+    bars = base.mark_bar().encode(
+        y=y, x=alt.X("share:Q", axis=alt.Axis(format=".0%"), scale=alt.Scale(domain=[0, 1]), title="share"),
         color=alt.Color("tier:N", scale=TIER_SCALE, legend=None),
-        tooltip=["tier:N", "requests:Q", alt.Tooltip("share:Q", format=".1%")])
-    if limit is None:
-        return bars.properties(height=160)
-    rule = alt.Chart(pd.DataFrame({"limit": [limit]})).mark_rule(color="red", strokeDash=[4, 3]).encode(
-        x="limit:Q", tooltip=[alt.Tooltip("limit:Q", format=".0%", title="top-tier share limit")])
-    return (bars + rule).properties(height=160)
+        tooltip=["tier:N", alt.Tooltip("requests:Q", format=","), alt.Tooltip("share:Q", format=".1%")])
+    text = base.mark_text(align="left", dx=4).encode(y=y, x="share:Q", text="label:N")
+    layers = [bars, text]
+    if limit is not None:
+        layers.append(alt.Chart(pd.DataFrame({"limit": [limit]})).mark_rule(color="red", strokeDash=[4, 3]).encode(
+            x="limit:Q", tooltip=[alt.Tooltip("limit:Q", format=".0%", title="top-tier share limit")]))
+    return alt.layer(*layers).properties(height=36 * len(full) + 20)
 
 
 def wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -70,18 +106,28 @@ def eval_categories(df: pd.DataFrame) -> alt.Chart:
         color=alt.Color("arm:N", scale=ARM_SCALE),
         tooltip=["category:N", "arm:N", alt.Tooltip("rate:Q", format=".1%"), "n:Q",
                  alt.Tooltip("lo:Q", format=".1%", title="CI low"), alt.Tooltip("hi:Q", format=".1%", title="CI high")])
-    err = base.mark_errorbar(color="black").encode(y="lo:Q", y2="hi:Q")
+    # the same axis title on both layers, else Vega-Lite joins them ("pass rate, lo")
+    err = base.mark_errorbar(color="black").encode(y=alt.Y("lo:Q", title="pass rate"), y2="hi:Q",
+                                                   tooltip=[alt.Tooltip("lo:Q", format=".1%", title="CI low"),
+                                                            alt.Tooltip("hi:Q", format=".1%", title="CI high")])
     return alt.layer(bars, err, data=df).properties(width=70, height=200).facet(
         column=alt.Column("category:N", title=None, sort=list(dict.fromkeys(df["category"]))))
 
 
-def guard_metric(df: pd.DataFrame, metric: str, limit: float | None = None, *, ratio: bool = False) -> alt.Chart:
+def guard_metric(df: pd.DataFrame, metric: str, limit: float | None = None, *, ratio: bool = False,
+                 window: tuple[pd.Timestamp, pd.Timestamp] | None = None) -> alt.Chart:
     """A guard metric per arm over time with its limit drawn: an absolute limit (error rate) as a flat rule,
-    a ratio limit (p95 latency, TTFT) as the baseline's value times the ratio, bucket by bucket."""
+    a ratio limit (p95 latency, TTFT) as the baseline's value times the ratio, bucket by bucket. `window` fixes
+    the time axis (the guard window the page shows)."""
     title = {"error_rate": "error rate", "p95_latency_ms": "p95 latency (ms)", "p95_ttft_ms": "p95 TTFT (ms)"}[metric]
+    fmt_axis, fmt_tip = (".1~%", ".2%") if metric == "error_rate" else (",.0f", ",.0f")
+    x_scale = alt.Scale(domain=[window[0].isoformat(), window[1].isoformat()]) if window else alt.Undefined
     lines = alt.Chart(df, title=title).mark_line(point=True).encode(
-        x=alt.X("time:T", title=None), y=alt.Y(f"{metric}:Q", title=title),
-        color=alt.Color("arm:N", scale=ARM_SCALE), tooltip=["time:T", "arm:N", f"{metric}:Q", "requests:Q"])
+        x=alt.X("time:T", title=None, scale=x_scale, axis=alt.Axis(format=TIME_FORMAT)),
+        y=alt.Y(f"{metric}:Q", title=title, axis=alt.Axis(format=fmt_axis)),
+        color=alt.Color("arm:N", scale=ARM_SCALE),
+        tooltip=[alt.Tooltip("time:T", format="%H:%M:%S", title="time (UTC)"), "arm:N",
+                 alt.Tooltip(f"{metric}:Q", format=fmt_tip, title=title), "requests:Q"])
     layers = [lines]
     if limit is not None and not ratio:
         layers.append(alt.Chart(pd.DataFrame({"limit": [limit]})).mark_rule(color="red", strokeDash=[4, 3])
@@ -111,7 +157,28 @@ def capacity(df: pd.DataFrame, usable_gib: float) -> alt.Chart:
 
 
 def replay_causes(df: pd.DataFrame) -> alt.Chart:
-    """Requests whose tier changes, per responsible rule."""
-    return alt.Chart(df, title="rules causing tier changes").mark_bar().encode(
-        y=alt.Y("rule:N", sort="-x", title=None), x=alt.X("requests:Q", title="requests changing tier"),
-        tooltip=["rule:N", "requests:Q"]).properties(height=max(80, 24 * len(df)))
+    """Requests whose tier changes, per responsible rule: one bar of 28 px per rule with its count written at
+    its end, rule names in full beside the bars."""
+    y = alt.Y("rule:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320, labelOverlap=False, labelFontSize=12))
+    base = alt.Chart(df, title="rules causing tier changes")
+    bars = base.mark_bar().encode(
+        y=y, x=alt.X("requests:Q", title="requests changing tier", axis=alt.Axis(format="d", tickMinStep=1)),
+        tooltip=["rule:N", "requests:Q"])
+    text = base.mark_text(align="left", dx=3).encode(y=y, x="requests:Q", text="requests:Q")
+    return alt.layer(bars, text).properties(height=28 * max(len(df), 2) + 30)
+
+
+def comparison_deltas(frame: pd.DataFrame) -> alt.Chart:
+    """Two runs side by side: per category, each run's candidate delta against its own baseline (points)."""
+    long = frame.melt(id_vars=["category"], value_vars=["A: Δ vs baseline (pts)", "B: Δ vs baseline (pts)"],
+                      var_name="run", value_name="delta").dropna()
+    long["run"] = long["run"].str[0]
+    order = list(dict.fromkeys(frame["category"]))
+    return alt.Chart(long, title="candidate minus baseline, per category (points)").mark_bar().encode(
+        x=alt.X("category:N", sort=order, title=None, axis=alt.Axis(labelAngle=0, labelLimit=120)),
+        xOffset=alt.XOffset("run:N", sort=["A", "B"]),
+        y=alt.Y("delta:Q", title="pass-rate delta (points)", axis=alt.Axis(format="+.0f")),
+        color=alt.Color("run:N", sort=["A", "B"], scale=alt.Scale(domain=["A", "B"], range=["#7f8c8d", "#e67e22"]),
+                        title="run"),
+        tooltip=["category:N", "run:N", alt.Tooltip("delta:Q", format="+.1f", title="delta (pts)")],
+    ).properties(height=240)

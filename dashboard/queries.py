@@ -72,32 +72,36 @@ def _frame(engine: Engine, sql: str, **params: Any) -> pd.DataFrame:
 
 def tier_timeseries(engine: Engine, *, window_s: float = 900, bucket_s: int = 10,
                     now: datetime | None = None, source: str = "auto") -> pd.DataFrame:
-    """Per tier and time bucket: requests/s, tokens/s, error rate, mean and max latency.
+    """Per tier and time bucket: requests/s, tokens/s, error rate, mean latency and mean TTFT.
     source: 'auto' (rollup for long windows), 'raw' (request_log) or 'rollup' (for the benchmark and tests)."""
     b = _bucket_expr(engine, bucket_s)
     if _use_rollup(source, window_s, bucket_s):
         df = _frame(engine, f"""
             SELECT bucket, tier, SUM(requests) AS requests, SUM(tokens) AS tokens, SUM(errors) AS errors,
-                   SUM(latency_sum) AS latency_sum
+                   SUM(latency_sum) AS latency_sum, SUM(ttft_sum) AS ttft_sum, SUM(ttft_n) AS ttft_n
             FROM (SELECT (minute / {int(bucket_s)}) * {int(bucket_s)} AS bucket, tier, requests,
-                         completion_tokens AS tokens, errors_5xx AS errors, latency_ms_sum AS latency_sum
+                         completion_tokens AS tokens, errors_5xx AS errors, latency_ms_sum AS latency_sum,
+                         ttft_ms_sum AS ttft_sum, ttft_count AS ttft_n
                   FROM request_stats_minute WHERE minute >= :minute0 AND tier <> ''
                   UNION ALL
                   SELECT {b} AS bucket, tier, 1, COALESCE(completion_tokens, 0),
-                         CASE WHEN status >= 500 THEN 1 ELSE 0 END, latency_ms
+                         CASE WHEN status >= 500 THEN 1 ELSE 0 END, latency_ms, COALESCE(ttft_ms, 0),
+                         CASE WHEN ttft_ms IS NULL THEN 0 ELSE 1 END
                   FROM request_log WHERE ts >= :since AND ts < :head_end AND tier IS NOT NULL) u
             GROUP BY bucket, tier ORDER BY bucket""", **_rollup_bounds(engine, window_s, now))
         if not df.empty:
-            df = _ints(df, "bucket", "requests", "tokens", "errors")
+            df = _ints(df, "bucket", "requests", "tokens", "errors", "ttft_n")
             df["mean_latency_ms"] = df.pop("latency_sum").astype(float) / df["requests"]
+            n = df.pop("ttft_n")
+            df["mean_ttft_ms"] = (df.pop("ttft_sum").astype(float) / n.where(n > 0)).astype(float)
         else:
-            df = df.drop(columns="latency_sum").assign(mean_latency_ms=[])
+            df = df.drop(columns=["latency_sum", "ttft_sum", "ttft_n"]).assign(mean_latency_ms=[], mean_ttft_ms=[])
     else:
         df = _frame(engine, f"""
             SELECT {b} AS bucket, tier, COUNT(*) AS requests,
                    COALESCE(SUM(completion_tokens), 0) AS tokens,
                    SUM(CASE WHEN status >= 500 THEN 1 ELSE 0 END) AS errors,
-                   AVG(latency_ms) AS mean_latency_ms
+                   AVG(latency_ms) AS mean_latency_ms, AVG(ttft_ms) AS mean_ttft_ms
             FROM request_log WHERE ts >= :since AND tier IS NOT NULL
             GROUP BY bucket, tier ORDER BY bucket""", since=_ts_param(engine, _since(window_s, now)))
     if df.empty:
@@ -167,12 +171,16 @@ def replay_rows(engine: Engine, *, limit: int = 500) -> pd.DataFrame:
 
 
 def pinned_sessions(engine: Engine, *, limit: int = 2000, now: datetime | None = None) -> pd.DataFrame:
-    """Live pins with the number of requests each session made (index on request_log.session_key)."""
+    """Live pins with the number of requests each session made (index on request_log.session_key) and how
+    many of them took their tier from the pin: those that arrived after it was written (the first request,
+    whose score chose the tier, arrived before; the router marks the others `x-quantroute-pinned: true`)."""
     now = now or datetime.now(timezone.utc)
     return _frame(engine, """
         SELECT p.session_key, p.model, p.tier, p.arm, p.deployment, p.policy_version,
                p.created_at AS since, p.last_used AS last_seen, p.expires_at,
-               (SELECT COUNT(*) FROM request_log r WHERE r.session_key = p.session_key) AS requests
+               (SELECT COUNT(*) FROM request_log r WHERE r.session_key = p.session_key) AS requests,
+               (SELECT COUNT(*) FROM request_log r WHERE r.session_key = p.session_key
+                  AND r.ts > p.created_at) AS routed_by_pin
         FROM session_pin p WHERE p.expires_at > :now
         ORDER BY p.last_used DESC LIMIT :n""", now=_ts_param(engine, now), n=int(limit))
 

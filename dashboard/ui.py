@@ -1,9 +1,13 @@
-"""Small helpers shared by the pages: who is logged in, what they may do, and showing an action's result."""
+"""Small helpers shared by the pages: who is logged in, what they may do, showing an action's result, and
+tables with a CSV download."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from quantroute.auth import allowed
@@ -29,18 +33,28 @@ def can(action: str) -> bool:
     return bool(u) and allowed(u["role"], action)
 
 
-def run_action(label: str, fn, *args, **kwargs):
-    """Run a write; show success or the refusal's message (it names the field or the rule that refused).
-    Returns the result, or None when it failed."""
+def refusal(failed: str, error: Exception) -> str:
+    """One sentence: what could not be done and why. Refusals from the services already start with the
+    action ("approve refused: ..."); those are shown as they are, with a capital letter."""
+    why = str(error).strip() or type(error).__name__
+    if " refused" in why.split(":", 1)[0]:
+        return why[0].upper() + why[1:]
+    return f"Could not {failed}: {why}"
+
+
+def run_action(fn: Callable[..., Any], *args: Any, done: Callable[[Any], str], failed: str, **kwargs: Any) -> Any:
+    """Run a write; keep for the next run a one-sentence outcome: `done(result)` on success, or the refusal's
+    reason (it names the field or the rule that refused) after "Could not <failed>". Returns the result, or
+    None when it failed."""
     from dashboard import data
 
     try:
         result = fn(*args, **kwargs)
     except Exception as e:  # noqa: BLE001 - every refusal reaches the person, typed errors carry the why
-        st.session_state["flash"] = ("error", f"{label} failed: {e}")
+        st.session_state["flash"] = ("error", refusal(failed, e))
         return None
     data.clear()
-    st.session_state["flash"] = ("success", f"{label}: done" + (f" ({result})" if result not in (None, True) else ""))
+    st.session_state["flash"] = ("success", done(result))
     return result
 
 
@@ -49,3 +63,11 @@ def flash() -> None:
     msg = st.session_state.pop("flash", None)
     if msg:
         (st.success if msg[0] == "success" else st.error)(msg[1])
+
+
+def table(df: pd.DataFrame, name: str, **kwargs: Any) -> None:
+    """A table with a "Download CSV" button under it (the file is named after the table)."""
+    st.dataframe(df, hide_index=True, width="stretch", **kwargs)
+    if not df.empty:
+        st.download_button("Download CSV", df.to_csv(index=False).encode(), file_name=f"{name}.csv",
+                           mime="text/csv", key=f"csv_{name}", icon=":material/download:")

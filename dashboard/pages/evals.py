@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import actions, charts, data, ui
+from dashboard import actions, charts, data, fmt, ui
 
 
 def delta_frame(report: dict) -> pd.DataFrame:
@@ -22,6 +22,15 @@ def delta_frame(report: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def overall_metric(o: dict) -> tuple[str, str, str]:
+    """(label, value, delta) of the headline metric: the candidate's overall pass rate, and its difference from
+    the baseline with the 95 % CI. The delta text starts with the difference's sign, which is what Streamlit
+    draws the arrow from (a text starting with "CI" always got an up arrow, even for a negative interval)."""
+    d, lo, hi = 100 * o["delta"], 100 * o["ci_low"], 100 * o["ci_high"]
+    return ("overall pass rate (candidate)", f"{o['cand_rate']:.1%}",
+            f"{d:+.1f} pts vs baseline (95 % CI {lo:+.1f} to {hi:+.1f})")
+
+
 def _run_view(view: dict) -> None:
     run, report, verdict = view["run"], view["report"], view["verdict"]
     o = report["overall"]
@@ -33,19 +42,23 @@ def _run_view(view: dict) -> None:
     for note in verdict.get("notes", []):
         st.caption(note)
     m = st.columns(5)
-    m[0].metric("overall delta", f"{100 * o['delta']:+.1f} pts", f"CI {100 * o['ci_low']:+.1f} … {100 * o['ci_high']:+.1f}",
-                delta_color="off")
+    label, value, delta = overall_metric(o)
+    m[0].metric(label, value, delta, delta_arrow="auto" if abs(o["delta"]) > 1e-12 else "off")
     m[1].metric("McNemar p", f"{o['p_value']:.3f}")
     m[2].metric("JSON/tool validity", "-" if o.get("cand_validity") is None else
                 f"{o['cand_validity']:.0%} vs {o['base_validity']:.0%}")
     m[3].metric("retry rate (cand.)", f"{o['cand_retry_rate']:.1%}", f"base {o['base_retry_rate']:.1%}", delta_color="off")
     m[4].metric("items", o["n"])
     st.altair_chart(charts.eval_categories(charts.category_frame(report)))
-    st.dataframe(delta_frame(report).round(3), hide_index=True, width="stretch")
+    ui.table(delta_frame(report).round(3), f"eval-run-{run['id']}-categories")
     fails = view["failing_only_in_candidate"]
+    prompts = data.suite_prompts(run.get("suite_path") or "")
     st.subheader(f"Failing only in the candidate ({len(fails)})")
     for f in fails[:50]:
         with st.expander(f"{f['item_id']} · {f['category']}"):
+            st.markdown("**prompt**")
+            st.code(prompts.get(f["item_id"], f"(not available: the suite file {run.get('suite_path') or '?'} "
+                                              "is gone or changed)"), language=None, wrap_lines=True)
             a, b = st.columns(2)
             a.markdown("**baseline**")
             a.code(f["baseline_answer"] or "(empty)", language=None)
@@ -75,9 +88,13 @@ def _new_run() -> None:
         def progress(done: int, total: int) -> None:
             bar.progress(done / total, text=f"{done} / {total} answers")
 
-        view = ui.run_action("eval run", actions.run_eval, engine=data.engine(), actor=ui.user().name,
+        view = ui.run_action(actions.run_eval, engine=data.engine(), actor=ui.user().name,
                              suite_path=suite, baseline=f"{url}#{baseline}", candidate=f"{url}#{candidate}",
-                             runs_dir=str(s.eval_runs_dir), progress=progress)
+                             runs_dir=str(s.eval_runs_dir), progress=progress, failed="run the eval",
+                             done=lambda v: (f"Eval run #{v['run']['id']} finished: gate "
+                                             f"{'passed' if v['verdict']['passed'] else 'failed'}, {candidate} "
+                                             f"{100 * v['report']['overall']['delta']:+.1f} pts vs {baseline} "
+                                             f"over {v['report']['overall']['n']} items."))
         if view:
             st.session_state["eval_pick"] = view["run"]["id"]
         st.rerun()
@@ -94,12 +111,84 @@ def render() -> None:
     if runs.empty:
         st.info("no eval runs yet")
         return
-    st.dataframe(runs, hide_index=True, width="stretch")
+    ui.table(runs_frame(runs), "eval-runs")
     done = runs[runs["status"] == "done"]["id"].tolist()
     if not done:
         return
-    pick = st.session_state.get("eval_pick")
-    run_id = st.selectbox("Run", done, index=done.index(pick) if pick in done else 0,
-                          format_func=lambda i: f"#{i}: " + " vs ".join(
-                              runs.loc[runs["id"] == i, ["candidate", "baseline"]].iloc[0].astype(str)))
-    _run_view(data.eval_run(s.db_url, int(run_id)))
+
+    def name(i: int) -> str:
+        r = runs.loc[runs["id"] == i].iloc[0]
+        return f"#{i}: {r['candidate']} vs {r['baseline']}"
+
+    one, two = st.tabs(["One run", "Compare two runs"], key="evals_view", on_change="rerun")
+    with one:
+        pick = st.session_state.get("eval_pick")
+        run_id = st.selectbox("Run", done, index=done.index(pick) if pick in done else 0, format_func=name)
+        _run_view(data.eval_run(s.db_url, int(run_id)))
+    with two:
+        if len(done) < 2:
+            st.info("two finished runs are needed to compare")
+            return
+        c1, c2 = st.columns(2)
+        a = c1.selectbox("Run A (before)", done, index=1, format_func=name, key="cmp_a")
+        b = c2.selectbox("Run B (after)", done, index=0, format_func=name, key="cmp_b")
+        if a == b:
+            st.warning("pick two different runs")
+            return
+        _comparison(data.eval_comparison(s.db_url, int(a), int(b)))
+
+
+def runs_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    out = fmt.whens(runs, "created_at").rename(columns={"created_at": "created", "candidate_tier": "candidate tier",
+                                                        "gate_passed": "gate"})
+    out["gate"] = out["gate"].map(lambda g: "pass" if g is True else "fail" if g is False else fmt.DASH)
+    return out
+
+
+def comparison_frame(cmp: dict) -> pd.DataFrame:
+    """Per category: each run's pass rates and its delta against its own baseline, and B's delta minus A's."""
+    a = {c["name"]: c for c in [cmp["a"]["report"]["overall"], *cmp["a"]["report"]["categories"]]}
+    b = {c["name"]: c for c in [cmp["b"]["report"]["overall"], *cmp["b"]["report"]["categories"]]}
+    rows = []
+    for cat in [*a, *[k for k in b if k not in a]]:
+        x, y = a.get(cat), b.get(cat)
+        da = 100 * x["delta"] if x else None
+        db = 100 * y["delta"] if y else None
+        rows.append({"category": cat, "n (A)": x["n"] if x else 0, "n (B)": y["n"] if y else 0,
+                     "A: candidate": x["cand_rate"] if x else None, "A: Δ vs baseline (pts)": da,
+                     "B: candidate": y["cand_rate"] if y else None, "B: Δ vs baseline (pts)": db,
+                     "B − A (pts)": (db - da) if da is not None and db is not None else None})
+    return pd.DataFrame(rows)
+
+
+def flips_frame(cmp: dict) -> pd.DataFrame:
+    """Items whose verdict differs between the runs (per arm), as "pass → fail" sentences."""
+    word = {True: "pass", False: "fail"}
+    return pd.DataFrame([{"item": f["item_id"], "category": f["category"], "arm": f["arm"],
+                          "A → B": f"{word[f['before']]} → {word[f['after']]}"} for f in cmp["item_changes"]],
+                        columns=["item", "category", "arm", "A → B"])
+
+
+def _comparison(cmp: dict) -> None:
+    ra, rb = cmp["a"]["run"], cmp["b"]["run"]
+    st.markdown(f"**A** #{ra['id']}: {ra['candidate_deployment']} vs {ra['baseline_deployment']} "
+                f"({fmt.when(ra['created_at'])}) · **B** #{rb['id']}: {rb['candidate_deployment']} vs "
+                f"{rb['baseline_deployment']} ({fmt.when(rb['created_at'])})")
+    if not cmp["same_suite"]:
+        st.warning("The runs used different suite contents: item-level changes cover only items in both.")
+    for line in cmp["arm_changes"]:
+        st.caption(line.replace("->", "→"))
+    frame = comparison_frame(cmp)
+    st.altair_chart(charts.comparison_deltas(frame), width="stretch")
+    ui.table(frame.round(3), f"eval-compare-{ra['id']}-{rb['id']}")
+    flips = flips_frame(cmp)
+    cand = flips[flips["arm"] == "candidate"]
+    st.subheader(f"Items whose candidate verdict changed ({len(cand)})")
+    if cand.empty:
+        st.caption("none: every item the candidates both answered got the same verdict")
+    else:
+        ui.table(cand, f"eval-compare-{ra['id']}-{rb['id']}-items")
+    base = flips[flips["arm"] == "baseline"]
+    if not base.empty:
+        st.caption(f"{len(base)} item(s) also changed verdict on the baseline arm (sampling noise or a different "
+                   "baseline): " + ", ".join(base["item"].head(20)))

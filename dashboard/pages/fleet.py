@@ -1,6 +1,6 @@
-"""Fleet: nodes with live load, per-tier throughput / errors / queue over time, share of traffic per tier and
-the fleet-composition warning (seed 000: when most traffic needs the top tier, add top-tier nodes or revisit
-the classifier; routing cannot fix it)."""
+"""Fleet: nodes with live load, per-tier throughput / errors / latency / TTFT / queue over the page's time
+window, share of traffic per tier and the fleet-composition warning (seed 000: when most traffic needs the top
+tier, add top-tier nodes or revisit the classifier; routing cannot fix it)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,48 @@ from datetime import datetime, timedelta, timezone
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, data
+from dashboard import charts, data, fmt, ui
 
+# label -> (window s, bucket s); buckets of whole minutes above 30 min, so those windows read the rollup
 WINDOWS = {"5 min": (300, 5), "15 min": (900, 15), "1 h": (3600, 60), "6 h": (21600, 300), "24 h": (86400, 900)}
+CUSTOM = "custom…"
+MAX_CUSTOM_MIN = 30 * 24 * 60  # 30 days: the request log's usual retention
+LIVE_EVERY_S = 5
+
+
+def window_for(minutes: int) -> tuple[int, int]:
+    """(window s, bucket s) for a custom window: about 60 points; whole-minute buckets above 30 min."""
+    if minutes < 1 or minutes > MAX_CUSTOM_MIN:
+        raise ValueError(f"window: {minutes} min is outside 1 to {MAX_CUSTOM_MIN} min (30 days)")
+    window_s = minutes * 60
+    bucket = max(5, window_s // 60)
+    if window_s > 1800:
+        bucket = max(60, bucket // 60 * 60)
+    return window_s, int(bucket)
+
+
+def window_label(minutes: int) -> str:
+    if minutes % 1440 == 0:
+        return f"{minutes // 1440} d"
+    if minutes % 60 == 0:
+        return f"{minutes // 60} h"
+    return f"{minutes} min"
+
+
+NODE_COLUMNS = {  # short labels and widths: the table fits 1400 px without a horizontal scroll
+    "node": st.column_config.TextColumn("node", width="small"),
+    "deployment": st.column_config.TextColumn("deployment", width="medium"),
+    "tier": st.column_config.TextColumn("tier", width="small"),
+    "hardware": st.column_config.TextColumn("hardware", width="small"),
+    "gen.": st.column_config.NumberColumn("gen.", width="small", help="generation: a re-registered node with a "
+                                          "different format or checksum is a new generation"),
+    "healthy": st.column_config.CheckboxColumn("healthy", width="small"),
+    "quiescent until": st.column_config.TextColumn("quiescent until", width="medium"),
+    "in-flight": st.column_config.NumberColumn("in-flight", width="small", format="%d"),
+    "waiting": st.column_config.NumberColumn("waiting", width="small", format="%d"),
+    "KV use": st.column_config.ProgressColumn("KV use", min_value=0, max_value=1, format="percent", width="small"),
+    "last error": st.column_config.TextColumn("last error", width="medium"),
+}
 
 
 def nodes_frame(nodes: list[dict], quiescence_s: int) -> pd.DataFrame:
@@ -21,12 +60,24 @@ def nodes_frame(nodes: list[dict], quiescence_s: int) -> pd.DataFrame:
         started = datetime.fromisoformat(n["generation_started"])
         until = started + timedelta(seconds=quiescence_s)
         rows.append({"node": n["key"], "deployment": n["deployment"], "tier": n["tier"], "hardware": n["hardware"],
-                     "generation": n["generation"], "healthy": n["healthy"],
+                     "gen.": n["generation"], "healthy": n["healthy"],
                      # only a re-registered node (generation > 1) is quiescent, as the router decides
                      "quiescent until": until.strftime("%H:%M:%S") if n["generation"] > 1 and until > now else "",
                      "in-flight": n["inflight"], "waiting": n["waiting"],
                      "KV use": n.get("kv_usage"), "last error": n.get("last_error") or ""})
-    return pd.DataFrame(rows)
+    return fmt.by_fidelity(pd.DataFrame(rows), "tier", "node") if rows else pd.DataFrame(rows)
+
+
+def deployments_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """Per deployment in tier order, with human units: error rate in percent, latency in whole ms."""
+    if df.empty:
+        return df
+    out = pd.DataFrame({"deployment": df["deployment"], "tier": df["tier"].fillna(fmt.DASH),
+                        "requests": df["requests"].astype(int), "5xx errors": df["errors"].astype(int),
+                        "error rate": [fmt.pct(100 * e / r) if r else fmt.DASH
+                                       for e, r in zip(df["errors"], df["requests"])],
+                        "mean latency (ms)": df["mean_latency_ms"].astype(float).round(0).astype("Int64")})
+    return fmt.by_fidelity(out, "tier", "deployment")
 
 
 def composition_warning(share: pd.DataFrame, top_tier: str, limit: float) -> str | None:
@@ -38,51 +89,42 @@ def composition_warning(share: pd.DataFrame, top_tier: str, limit: float) -> str
     return None
 
 
-def _sample_queue(nodes: list[dict]) -> pd.DataFrame:
-    """Waiting requests per tier, sampled on every run of the fleet state (live: every refresh) while the page
-    is open (the request log has no queue)."""
-    hist = st.session_state.setdefault("queue_samples", [])
-    now = pd.Timestamp.now(tz="UTC")
-    per_tier: dict[str, int] = {}
-    for n in nodes:
-        per_tier[n["tier"]] = per_tier.get(n["tier"], 0) + int(n["waiting"] or 0)
-    hist.extend({"time": now, "tier": t, "waiting": w} for t, w in per_tier.items())
-    del hist[:-2000]
-    return pd.DataFrame(hist)
-
-
-LIVE_EVERY_S = 5
-
-
 def render() -> None:
     """The controls run with the page; everything that shows fleet state is a fragment, which re-runs on its
     own every LIVE_EVERY_S seconds while Live is on. Nothing sleeps in the script, so a click elsewhere on
     the page (or in the navigation) is handled at once."""
     st.title("Fleet")
-    c1, c2 = st.columns([1, 3])
-    label = c1.selectbox("Window", list(WINDOWS), index=1)
-    live = c2.toggle(f"Live (refresh every {LIVE_EVERY_S} s)", value=False, key="fleet_live")
-    st.fragment(fleet_state, run_every=LIVE_EVERY_S if live else None)(label)
+    c1, c2, c3 = st.columns([1, 1, 2])
+    label = c1.selectbox("Window", [*WINDOWS, CUSTOM], index=1)
+    if label == CUSTOM:
+        minutes = int(c2.number_input("Last N minutes", min_value=1, max_value=MAX_CUSTOM_MIN, value=120, step=10,
+                                      help=f"1 to {MAX_CUSTOM_MIN} minutes (30 days)"))
+        window_s, bucket_s = window_for(minutes)
+        label = window_label(minutes)
+    else:
+        window_s, bucket_s = WINDOWS[label]
+    live = c3.toggle(f"Live (refresh every {LIVE_EVERY_S} s)", value=False, key="fleet_live")
+    st.fragment(fleet_state, run_every=LIVE_EVERY_S if live else None)(label, window_s, bucket_s)
 
 
-def fleet_state(label: str) -> None:
+def fleet_state(label: str, window_s: int, bucket_s: int) -> None:
     """Nodes, composition warning, per-tier charts and shares over the chosen window."""
-    window_s, bucket_s = WINDOWS[label]
     s = data.settings()
     policy = data.store().active()
+    tiers = [t.value for t in policy.tier_ladder()]
+    end = pd.Timestamp.now(tz="UTC")
+    window = (end - pd.Timedelta(seconds=window_s), end)  # every time chart spans exactly this
 
     nodes, why = data.router_call("nodes")
     st.subheader("Nodes")
     if nodes is None:
         st.warning(f"live node state unavailable: {why}")
     else:
-        st.dataframe(nodes_frame(nodes, policy.sessions.quiescence_s), hide_index=True, width="stretch",
-                     column_config={"KV use": st.column_config.ProgressColumn("KV use", min_value=0, max_value=1,
-                                                                              format="percent")})
+        data.record_queue(nodes)
+        ui.table(nodes_frame(nodes, policy.sessions.quiescence_s), "nodes", column_config=NODE_COLUMNS)
 
     share = data.tier_share(s.db_url, window_s)
-    top_tier = policy.tier_ladder()[0].value
-    warning = composition_warning(share, top_tier, policy.fleet_warning.top_tier_share)
+    warning = composition_warning(share, tiers[0], policy.fleet_warning.top_tier_share)
     if warning:
         st.error(warning, icon="⚠️")
 
@@ -92,11 +134,15 @@ def fleet_state(label: str) -> None:
         st.info("no requests logged in this window yet")
     else:
         a, b = st.columns(2)
-        a.altair_chart(charts.tier_timeseries(ts, "rps"), width="stretch")
-        b.altair_chart(charts.tier_timeseries(ts, "tokens_s"), width="stretch")
-        a.altair_chart(charts.tier_timeseries(ts, "error_rate"), width="stretch")
-        if nodes is not None:
-            b.altair_chart(charts.tier_timeseries(_sample_queue(nodes), "waiting"), width="stretch")
+        for col, metric in zip([a, b, a, b, a], ["rps", "tokens_s", "error_rate", "mean_latency_ms", "mean_ttft_ms"]):
+            col.altair_chart(charts.tier_timeseries(ts, metric, window, tiers), width="stretch")
+    if nodes is not None:
+        queue = data.queue_history(window[0])
+        (b if not ts.empty else st).altair_chart(charts.tier_timeseries(queue, "waiting", window, tiers),
+                                                 width="stretch")
+        st.caption("Waiting requests are sampled from the nodes each time this page refreshes (by anyone); "
+                   "the request log has no queue.")
     if not share.empty:
-        st.altair_chart(charts.tier_share(share, policy.fleet_warning.top_tier_share), width="stretch")
-        st.dataframe(data.deployment_summary(s.db_url, window_s), hide_index=True, width="stretch")
+        chart = charts.tier_share(share, policy.fleet_warning.top_tier_share, tiers)
+        st.altair_chart(chart, width="stretch", height=chart.height + 60)  # "content" squashed the bars
+        ui.table(deployments_frame(data.deployment_summary(s.db_url, window_s)), "deployments")

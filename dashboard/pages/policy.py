@@ -11,11 +11,14 @@ import pandas as pd
 import streamlit as st
 import yaml
 
-from dashboard import actions, charts, data, policy_form, ui
+from dashboard import actions, charts, data, fmt, policy_form, ui
 from quantroute.policy.diff import diff_policies
 from quantroute.policy.loader import Issue, PolicyValidationError, parse_policy, policy_to_data, validate_data
 from quantroute.policy.model import Policy
 from quantroute.whatif import replay
+
+
+SECTIONS = ["Edit draft", "History, approve, activate, rollback"]
 
 
 def _reset_draft(data_dict: dict, base: int) -> None:
@@ -44,12 +47,22 @@ def yaml_issue_lines(text: str) -> list[str]:
 
 
 def changes_frame(old: Policy, new: Policy) -> pd.DataFrame:
-    return pd.DataFrame([{"section": c.section, "change": c.kind, "path": c.path, "old": _fmt(c.old),
-                          "new": _fmt(c.new)} for c in diff_policies(old, new)])
+    return pd.DataFrame([{"section": c.section, "change": c.kind, "path": c.path, "old": value_text(c.old),
+                          "new": value_text(c.new)} for c in diff_policies(old, new)])
 
 
-def _fmt(v) -> str:
-    return "" if v is None else (v if isinstance(v, str) else yaml.safe_dump(v, default_flow_style=True).strip())
+def value_text(v) -> str:
+    """A diff value as a person reads it: scalars as they are (2.0 → "2", never YAML's "2.0\n..." document end
+    marker), lists and mappings in YAML's one-line flow style."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, (int, str)):
+        return str(v)
+    return yaml.safe_dump(v, default_flow_style=True, sort_keys=False, width=10_000).strip().removesuffix("...").strip()
 
 
 def replay_summary(active: Policy, draft: Policy, rows: pd.DataFrame) -> dict:
@@ -63,7 +76,13 @@ def replay_summary(active: Policy, draft: Policy, rows: pd.DataFrame) -> dict:
 
 
 def _editor(store, active: Policy, versions: list[int]) -> None:
-    base_choice = st.selectbox("Start from version", versions[::-1], index=versions[::-1].index(active.version),
+    editor = ui.can("policy.new")
+    if not editor:
+        st.info(f"Read-only: as {ui.user().role} you cannot save policy versions (operators do). You may change "
+                "values below to see their diff and what-if replay; nothing here is stored.", icon=":material/lock:")
+    if st.session_state.get("policy_base_choice") not in versions:
+        st.session_state["policy_base_choice"] = active.version
+    base_choice = st.selectbox("Start from version", versions[::-1], key="policy_base_choice",
                                format_func=lambda v: f"{v}{' (active)' if v == active.version else ''}")
     if st.session_state.get("policy_base") != base_choice or "policy_rows" not in st.session_state:
         _reset_draft(policy_to_data(store.load(base_choice)), base_choice)
@@ -77,10 +96,10 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
     edited = copy.deepcopy(draft0)
     with tab_thresholds:
         edited["thresholds"], kept["thresholds"] = policy_form.thresholds(draft0, rows["thresholds"], gen, slots)
-        add_threshold = st.button("Add threshold")
+        add_threshold = editor and st.button("Add threshold")
     with tab_rules:
         edited["rules"], kept["rules"] = policy_form.rules(draft0, rows["rules"], gen, slots, previous)
-        rule = policy_form.new_rule(gen)
+        rule = policy_form.new_rule(gen) if editor else None
     with tab_settings:
         edited.update(policy_form.settings(draft0, gen, slots))
     if add_threshold or rule is not None:  # after every tab read its widgets: the new draft keeps the edits
@@ -91,12 +110,13 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
         _reset_draft(edited, base_choice)
         st.rerun()
     with tab_yaml:
-        text = st.text_area("Draft as YAML (edit and apply to replace the form values)",
+        text = st.text_area("Draft as YAML (edit and apply to replace the form values)" if editor else
+                            "Draft as YAML (read-only)",
                             value=yaml.safe_dump(edited, sort_keys=False, allow_unicode=True, width=110),
-                            height=420, key=f"yaml{gen}")
+                            height=420, key=f"yaml{gen}", disabled=not editor)
         for line in st.session_state.pop("policy_yaml_issues", []):  # from the last Apply, with line numbers
             st.error(line)
-        if st.button("Apply YAML"):
+        if editor and st.button("Apply YAML"):
             try:
                 parsed = yaml.safe_load(text)
             except yaml.YAMLError as e:
@@ -123,7 +143,7 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
     if changes.empty:
         st.caption("no changes yet")
     else:
-        st.dataframe(changes, hide_index=True, width="stretch")
+        ui.table(changes, "policy-draft-diff")
 
     st.subheader("What-if replay")
     c1, c2 = st.columns([2, 1])
@@ -141,31 +161,38 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
         m2.metric("change tier", res["changed"], f"{res['changed'] / max(res['total'], 1):.1%}", delta_color="off")
         m3.metric("skipped (malformed)", res["skipped"])
         if res["changed"]:
-            a, b = st.columns(2)
-            a.dataframe(res["moves"], hide_index=True, width="stretch")
-            b.altair_chart(charts.replay_causes(res["causes"]), width="stretch")
+            st.dataframe(res["moves"], hide_index=True, width="stretch")
+            # the chart gets the page's width: rule names are long, a half-width column squashed it
+            chart = charts.replay_causes(res["causes"])
+            st.altair_chart(chart, width="stretch", height=chart.height + 60)  # "content" squashed it
 
-    if ui.can("policy.new"):
+    if editor:
         st.subheader("Save as a new version")
         message = st.text_input("Message (what changes and why)", key="save_message")
         if st.button("Save draft as new version", type="primary", disabled=changes.empty):
-            v = ui.run_action("save", actions.save_policy, store=store, actor=ui.user().name, draft=policy,
-                              parent=base_choice, message=message)
+            me = ui.user().name
+            v = ui.run_action(actions.save_policy, store=store, actor=me, draft=policy, parent=base_choice,
+                              message=message, failed="save the draft",
+                              done=lambda v: (f"Saved as version {v} (from version {base_choice}, {len(changes)} "
+                                              f"change(s)); a reviewer other than {me} must approve it before it "
+                                              "can be activated."))
             if v:
                 st.session_state.pop("whatif", None)
-                st.session_state["flash"] = ("success", f"saved as version {v}; a reviewer must approve it")
                 _reset_draft(policy_to_data(store.load(v)), v)
+                st.session_state["policy_follow"] = v  # both version selectors move to it on the next run
             st.rerun()
 
 
 def _history(store, active: Policy) -> None:
     hist = store.history()
     frame = pd.DataFrame([{"version": h.version, "parent": h.parent, "author": h.author,
-                           "created": h.created_at.strftime("%Y-%m-%d %H:%M"), "message": h.message,
+                           "created": fmt.when(h.created_at), "message": h.message,
                            "approved by": h.approved_by or "", "active": "●" if h.active else "",
-                           "known-good": h.ever_active} for h in reversed(hist)])
-    st.dataframe(frame, hide_index=True, width="stretch")
+                           "known-good": "yes" if h.ever_active else ""} for h in reversed(hist)])
+    ui.table(frame, "policy-history")
     by_v = {h.version: h for h in hist}
+    if st.session_state.get("hist_version") not in by_v:
+        st.session_state["hist_version"] = hist[-1].version
     v = st.selectbox("Version", [h.version for h in reversed(hist)], key="hist_version")
     h = by_v[v]
     pol = store.load(v)
@@ -173,27 +200,52 @@ def _history(store, active: Policy) -> None:
     if against is not None:
         st.markdown(f"**Changes from its parent, version {against}**")
         ch = changes_frame(store.load(against), pol)
-        st.dataframe(ch, hide_index=True, width="stretch") if not ch.empty else st.caption("identical")
+        ui.table(ch, f"policy-{v}-vs-parent-{against}") if not ch.empty else st.caption("identical")
     if v != active.version:
         st.markdown(f"**Changes from the active version {active.version}**")
         ch = changes_frame(active, pol)
-        st.dataframe(ch, hide_index=True, width="stretch") if not ch.empty else st.caption("identical")
-    me = ui.user()
+        ui.table(ch, f"policy-{v}-vs-active-{active.version}") if not ch.empty else st.caption("identical")
+    _version_actions(store, active, h)
+
+
+def _version_actions(store, active: Policy, h) -> None:
+    """Approve, activate, roll back: each with a sentence on what it does, so the two ways of making a version
+    active are told apart (activate: the reviewed path; roll back: the emergency path to a known-good one)."""
+    me, v = ui.user(), h.version
     cols = st.columns(3)
     if ui.can("policy.approve") and not h.approved_by and v != 1:
         if h.author == me.name:
-            cols[0].caption("you wrote this version; another reviewer must approve it")
-        elif cols[0].button(f"Approve version {v}"):
-            ui.run_action(f"approve {v}", actions.approve_policy, store=store, actor=me.name, version=v)
-            st.rerun()
+            cols[0].caption("You wrote this version; another reviewer must approve it.")
+        else:
+            cols[0].caption("Approve: you vouch for this version's content; it does not route anything until "
+                            "someone activates it.")
+            if cols[0].button(f"Approve version {v}"):
+                ui.run_action(actions.approve_policy, store=store, actor=me.name, version=v,
+                              failed=f"approve version {v}",
+                              done=lambda _: (f"Version {v} approved by {me.name}; it is not active yet: activate "
+                                              "it to route with it."))
+                st.rerun()
+    if h.active:
+        cols[1].caption(f"Version {v} is the active version.")
+    elif not h.approved_by and v != 1:
+        cols[1].caption(f"Activate: needs a reviewer's approval of version {v} first.")
     if ui.can("policy.activate") and not h.active and (h.approved_by or v == 1):
+        cols[1].caption(f"Activate: the normal path. Routers switch from version {active.version} to the "
+                        f"reviewed version {v} within seconds.")
         if cols[1].button(f"Activate version {v}", type="primary"):
-            ui.run_action(f"activate {v}", actions.activate_policy, store=store, actor=me.name, version=v)
+            ui.run_action(actions.activate_policy, store=store, actor=me.name, version=v,
+                          failed=f"activate version {v}",
+                          done=lambda prev: (f"Version {v} is active (was version {prev}); routers pick it up "
+                                             "within seconds."))
             st.rerun()
-    if ui.can("policy.rollback") and not h.active and h.ever_active:
+    if ui.can("policy.rollback") and not h.active and (h.ever_active or v == 1):  # the shipped default is known-good
+        cols[2].caption(f"Roll back: the emergency path. Version {v} was active before, so it is re-activated at "
+                        "once with no approval step, and recorded as a rollback.")
         if cols[2].button(f"Roll back to version {v}"):
-            ui.run_action(f"rollback to {v}", actions.rollback_policy, store=store, actor=me.name, to=v,
-                          reason="dashboard rollback")
+            ui.run_action(actions.rollback_policy, store=store, actor=me.name, to=v, reason="dashboard rollback",
+                          failed=f"roll back to version {v}",
+                          done=lambda to: (f"Rolled back to version {to} (was version {active.version}) without an "
+                                           "approval step; routers pick it up within seconds."))
             st.rerun()
 
 
@@ -208,7 +260,13 @@ def render() -> None:
     if live and len(set(live["replicas"].values())) > 1:  # replicas converge within their reload interval
         st.warning("router replicas serve different versions: "
                    + ", ".join(f"{url} v{v}" for url, v in live["replicas"].items()))
-    tab_edit, tab_hist = st.tabs(["Edit draft", "History, approve, activate, rollback"])
+    follow = st.session_state.pop("policy_follow", None)
+    if follow is not None:  # a version was just saved: both selectors show it (set before the widgets exist)
+        st.session_state["policy_base_choice"] = st.session_state["hist_version"] = follow
+    # Keyed tabs that track their selection: unkeyed tabs forget it when the page above them changes (the
+    # message after an action), which sent a reviewer back to the editor after every approve.
+    # Both render on every run (not lazily): the editor's widgets hold the draft's unsaved edits.
+    tab_edit, tab_hist = st.tabs(SECTIONS, key="policy_section", on_change="rerun")
     with tab_edit:
         _editor(store, active, store.versions())
     with tab_hist:

@@ -9,7 +9,12 @@ import streamlit as st
 
 from quantroute.rollout.checklist import BY_KEY
 
-from dashboard import actions, charts, data, ui
+from dashboard import actions, charts, data, fmt, ui
+
+GUARD_WINDOW_S = 1800
+FAILED = {"start": "start the rollout", "check_gate": "check the eval gate", "approve": "approve the rollout",
+          "step": "take the next step", "pause": "pause the rollout", "resume": "resume the rollout",
+          "promote": "promote the candidate", "rollback": "roll the rollout back", "tick": "tick the items"}
 
 
 def service():
@@ -17,18 +22,37 @@ def service():
 
 
 def _do(svc, action: str, model: str, **kw) -> None:
-    ui.run_action(f"rollout {action}", actions.rollout_action, service=svc, actor=ui.user().name, action=action,
-                  model=model, **kw)
+    me = ui.user().name
+    items = kw.get("items")
+    ui.run_action(actions.rollout_action, service=svc, actor=me, action=action, model=model,
+                  done=lambda st_: fmt.rollout_done(action, st_, me, items=items), failed=FAILED[action], **kw)
     st.rerun()
 
 
+def _pcts(before, after) -> str:
+    b = fmt.pct(before) if before is not None else fmt.DASH
+    return fmt.change(b, fmt.pct(after) if after is not None else b)
+
+
 def timeline(status) -> pd.DataFrame:
-    rows = [{"at": e["at"], "actor": e["actor"], "action": e["action"] + (" (refused)" if e["refused"] else ""),
-             "phase": f"{e.get('phase_before') or '-'} → {e.get('phase_after') or '-'}",
-             "percent": f"{e.get('percent_before') or 0:g} → {e.get('percent_after') if e.get('percent_after') is not None else '-'}",
-             "versions": f"{e.get('version_before')} → {e.get('version_after')}", "message": e["message"]}
+    """Every action on the rollout, newest first, in human units (no None, no ISO timestamps)."""
+    rows = [{"at": fmt.when(e["at"]), "who": e["actor"],
+             "action": e["action"].replace("_", " ") + (" (refused)" if e["refused"] else ""),
+             "phase": fmt.change(e.get("phase_before") or fmt.DASH, e.get("phase_after") or fmt.DASH),
+             "candidate share": _pcts(e.get("percent_before"), e.get("percent_after")),
+             "policy version": fmt.change(fmt.version(e.get("version_before")), fmt.version(e.get("version_after"))),
+             "message": e["message"]}
             for e in status.events]
     return pd.DataFrame(rows[::-1])
+
+
+def guard_sentence(g) -> str:
+    """The guard verdict as one sentence ("Guards pass: ...", not "guards: pass: pass (...)")."""
+    summary = g.summary
+    if g.status == "pass" and summary.startswith("pass "):
+        summary = summary[len("pass "):].strip()
+    head = {"pass": "Guards pass", "breach": "Guards breached", "inconclusive": "Guards inconclusive"}[g.status]
+    return f"{head}: {summary}"
 
 
 def _buttons(svc, st_, model: str) -> None:
@@ -76,11 +100,12 @@ def _checklist(svc, st_, model: str) -> None:
     items = pd.DataFrame([i.model_dump() for i in st_.checklist])
     with st.expander(f"Checklist ({int(items['done'].sum())}/{len(items)} done)",
                      expanded=st_.phase == "awaiting-approval"):
-        st.dataframe(items[["section", "text", "required", "done", "by", "detail"]], hide_index=True,
-                     width="stretch")
+        ui.table(items[["section", "text", "required", "done", "by", "detail"]], f"checklist-{model}")
         open_items = [i.key for i in st_.checklist if not i.done and _person_may_tick(i)]
         if ui.can("rollout.approve") and open_items and st_.phase not in ("promoted", "rolled-back"):
-            pick = st.multiselect("Tick items you have verified", open_items, key=f"tick_{model}")
+            # the same sentences as the table beside it; the key is what the service stores
+            pick = st.multiselect("Tick items you have verified", open_items, key=f"tick_{model}",
+                                  format_func=lambda k: BY_KEY[k].text)
             if pick and st.button("Tick", key=f"tickbtn_{model}"):
                 _do(svc, "tick", model, items=pick)
 
@@ -89,19 +114,21 @@ def _guards(st_, model: str) -> None:
     spec = data.store().active().canary_for(model)
     g = st_.guards
     if g is not None:
-        (st.success if g.status == "pass" else st.error if g.status == "breach" else st.info)(f"guards: {g.status}: {g.summary}")
-    df = data.arm_guard_series(data.settings().db_url, model, 1800, 30)
+        (st.success if g.status == "pass" else st.error if g.status == "breach" else st.info)(guard_sentence(g))
+    df = data.arm_guard_series(data.settings().db_url, model, GUARD_WINDOW_S, 30)
     if df.empty:
         st.caption("no canary traffic logged in the last 30 min")
         return
     limits = spec.guards if spec else None
+    end = pd.Timestamp.now(tz="UTC")
+    window = (end - pd.Timedelta(seconds=GUARD_WINDOW_S), end)  # the three charts share one time axis
     a, b, c = st.columns(3)
-    a.altair_chart(charts.guard_metric(df, "error_rate", limits.max_error_rate if limits else None),
+    a.altair_chart(charts.guard_metric(df, "error_rate", limits.max_error_rate if limits else None, window=window),
                    width="stretch")
     b.altair_chart(charts.guard_metric(df, "p95_latency_ms", limits.max_p95_latency_ratio if limits else None,
-                                       ratio=True), width="stretch")
-    c.altair_chart(charts.guard_metric(df, "p95_ttft_ms", limits.max_ttft_ratio if limits else None, ratio=True),
-                   width="stretch")
+                                       ratio=True, window=window), width="stretch")
+    c.altair_chart(charts.guard_metric(df, "p95_ttft_ms", limits.max_ttft_ratio if limits else None, ratio=True,
+                                       window=window), width="stretch")
 
 
 def _start(svc, policy) -> None:
@@ -130,20 +157,20 @@ def render() -> None:
         except Exception:  # noqa: BLE001 - no rollout of this model yet
             _start(svc, policy)
             continue
-        m = st.columns(4)
-        m[0].metric("phase", st_.phase)
-        m[1].metric("candidate share", f"{st_.percent:g} %")
-        m[2].metric("step", f"{st_.step_index + 1} / {len(st_.steps)}")
-        m[3].metric("policy version", st_.policy_version or "-")
-        st.caption(f"{st_.candidate} vs {st_.baseline} · started by {st_.started_by} · approved by "
-                   f"{st_.approved_by or '-'} · gate: {st_.gate}" + (f" · aborted: {st_.aborted_reason}"
-                                                                     if st_.aborted_reason else ""))
+        m = st.columns([3, 2, 2, 2])
+        m[0].metric("phase", st_.phase)  # the widest column: "awaiting-approval" must not be cut
+        m[1].metric("candidate share", fmt.pct(st_.percent))
+        m[2].metric("step", fmt.step_text(st_))
+        m[3].metric("policy version", fmt.version(st_.policy_version))
+        st.caption(f"{st_.candidate} vs {st_.baseline} · started by {st_.started_by} "
+                   f"{fmt.when(st_.started_at)} · approved by {st_.approved_by or 'nobody yet'} · gate: {st_.gate}"
+                   + (f" · ended: {st_.aborted_reason}" if st_.aborted_reason else ""))
         st.progress(min(st_.percent / 100, 1.0), text=" → ".join(
             f"**{x:g}%**" if i == st_.step_index else f"{x:g}%" for i, x in enumerate(st_.steps)))
         _buttons(svc, st_, model)
         _guards(st_, model)
         _checklist(svc, st_, model)
         st.subheader("Actions")
-        st.dataframe(timeline(st_), hide_index=True, width="stretch")
+        ui.table(timeline(st_), f"rollout-{st_.id}-actions")
         if st_.phase in ("promoted", "rolled-back"):
             _start(svc, policy)

@@ -4,7 +4,8 @@ running router reports the new version; the operator starts the canary rollout, 
 seeds the candidate vs its baseline on the suite the policy pins, and a staircase run of the candidate), the
 reviewer ticks the checklist items only a person can vouch for and approves; the router sends the first
 step's sessions to the candidate; the operator rolls it back with one click and the router serves only the
-baseline again. Screenshots of every page land in tests/artifacts/ (gitignored) for review."""
+baseline again. After every action no page shows a Python repr, and the Policy tab stays where the reviewer
+was. Screenshots of every page land in tests/artifacts/ (gitignored) for review."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from sqlmodel import select
 from quantroute import demo
 from quantroute.db.engine import make_engine, session
 from quantroute.db.request_log import RequestLog
+from quantroute.rollout.checklist import BY_KEY
 from quantroute.router.canary import bucket
 
 CHROMIUM = "/usr/bin/chromium"
@@ -53,6 +55,42 @@ def browser():
                                                               "--disable-background-networking"])
         yield b
         b.close()
+
+
+# What a Python object looks like when it leaks onto a page (issue #17): reprs, and a diff value cut with "...".
+REPRS = re.compile(r"datetime\.datetime\(|ItemView\(|RolloutStatus\(|None → None|\.\.\.\s*$", re.M)
+
+
+def no_reprs(page, where: str) -> None:
+    """The page as a person reads it (main area, tables included) shows no Python repr."""
+    idle(page)
+    text = page.locator('[data-testid="stMain"]').inner_text()
+    cells = page.locator('[data-testid="stDataFrame"]')
+    for i in range(cells.count()):  # the grid draws on a canvas: read its cells through the accessible table
+        text += "\n" + cells.nth(i).locator("table").first.inner_text() if cells.nth(i).locator("table").count() else ""
+    leak = REPRS.search(text)
+    assert leak is None, f"{where}: {text[max(0, leak.start() - 200):leak.end() + 50]!r}"
+    assert page.locator('[data-testid="stException"]').count() == 0, f"{where}: {text[:2000]}"
+
+
+def to_top(page) -> None:
+    page.mouse.move(800, 400)
+    page.mouse.wheel(0, -20_000)
+
+
+def shot(page, name: str, scroll_to: str | None = None) -> None:
+    """A screenshot of what a person sees after an action, in a tall window (the main area scrolls)."""
+    page.set_viewport_size({"width": 1400, "height": 1500})
+    to_top(page)
+    if scroll_to:
+        page.get_by_text(scroll_to).first.scroll_into_view_if_needed()
+    page.wait_for_timeout(1000)
+    page.screenshot(path=str(ARTIFACTS / name))
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def selected_tab(page) -> str:
+    return page.locator('[role="tab"][aria-selected="true"]').first.inner_text()
 
 
 def login(page, url: str, name: str) -> None:
@@ -129,11 +167,12 @@ def logged_deployments(stack, keys: list[str], timeout_s: float = 15.0) -> set[s
         engine.dispose()
 
 
-def tick(page, items: list[str]) -> None:
-    """Pick checklist items in the multiselect (typed: the combobox lists what matches) and tick them."""
+def tick(page, keys: list[str]) -> None:
+    """Pick checklist items in the multiselect by their sentence (typed: the combobox lists what matches) and
+    tick them."""
     box = page.get_by_role("combobox", name="Tick items you have verified")
     tags = page.locator('[data-testid="stMultiSelectTagsContainer"]').first
-    for item in items:
+    for item in (BY_KEY[k].text for k in keys):
         idle(page)
         for attempt in range(3):  # a rerun that lands while typing replaces the input and drops the text
             box.click()
@@ -153,7 +192,7 @@ def tick(page, items: list[str]) -> None:
     click(page, "Tick")
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(600)
 def test_operator_reviewer_canary_flow(stack, browser):
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -168,24 +207,32 @@ def test_operator_reviewer_canary_flow(stack, browser):
     old = float(box.input_value())
     box.fill(str(old + 1))
     box.press("Enter")
-    page.get_by_text(f"thresholds.score>={old + 1}").first.wait_for(state="attached")  # in the diff table
+    page.get_by_text(f"score>={old + 1}").first.wait_for(state="attached")  # in the diff table: one changed row
+    no_reprs(page, "policy diff")
     click(page, "Run what-if replay")
     page.get_by_text("requests replayed").wait_for()
+    shot(page, "policy-whatif.png", scroll_to="Diff against the active version")
     page.get_by_label("Message (what changes and why)").fill("raise the top threshold by one point")
     click(page, "Save draft as new version")
-    page.get_by_text("saved as version").wait_for()
     saved = before + 1
+    page.get_by_text(f"Saved as version {saved}").wait_for()
+    no_reprs(page, "policy saved")
+    assert page.get_by_role("button", name="Deploy").count() == 0  # no Streamlit developer toolbar
     logout(page)
 
     # reviewer: approve and activate
     login(page, stack.dashboard_url, "rahul")
     goto(page, "Policy")
     page.get_by_role("tab", name="History, approve, activate, rollback").click()
-    click(page, f"Approve version {saved}")
-    page.get_by_text(f"approve {saved}: done").wait_for()
-    page.get_by_role("tab", name="History, approve, activate, rollback").click()
-    click(page, f"Activate version {saved}")
-    page.get_by_text(f"activate {saved}: done").wait_for()
+    click(page, f"Approve version {saved}")  # the newest version is the one selected
+    page.get_by_text(f"Version {saved} approved by rahul").wait_for()
+    assert selected_tab(page) == "History, approve, activate, rollback"  # the tab stays where the reviewer was
+    no_reprs(page, "policy approved")
+    shot(page, "policy-approved.png")
+    click(page, f"Activate version {saved}")  # no need to reopen History
+    page.get_by_text(f"Version {saved} is active (was version {before})").wait_for()
+    assert selected_tab(page) == "History, approve, activate, rollback"
+    no_reprs(page, "policy activated")
     deadline = time.monotonic() + 15
     while active_version(stack) != saved and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -196,8 +243,9 @@ def test_operator_reviewer_canary_flow(stack, browser):
     login(page, stack.dashboard_url, "olivia")
     goto(page, "Rollouts")
     click(page, f"Start rollout of {CANDIDATE}")
-    page.get_by_text("rollout start: done").wait_for()
+    page.get_by_text(f"Rollout of {CANDIDATE} started by olivia").wait_for()
     page.get_by_text("awaiting-approval").first.wait_for()
+    no_reprs(page, "rollout started")
     assert "passed" in page.get_by_text("gate: run").first.inner_text()
     logout(page)
 
@@ -207,12 +255,15 @@ def test_operator_reviewer_canary_flow(stack, browser):
     person_items = ["environment_recorded", "config_and_license", "memory_budget", "baseline_established",
                     "kernel_support", "calibration_data"]
     tick(page, person_items)
-    page.get_by_text("rollout tick: done").wait_for()
+    page.get_by_text(f"rahul ticked {len(person_items)} checklist item(s)").wait_for()
+    no_reprs(page, "checklist ticked")
     click(page, "Approve rollout")
-    outcome = page.get_by_text("rollout approve").first
+    outcome = page.get_by_text("Rollout approved by rahul").first
     outcome.wait_for()
-    assert "rollout approve: done" in outcome.inner_text(), outcome.inner_text()
+    assert f"{CANDIDATE} now gets 1 % of new {MODEL} sessions" in outcome.inner_text(), outcome.inner_text()
     page.get_by_text("progressing").first.wait_for()
+    shot(page, "rollouts-approved.png")
+    no_reprs(page, "rollout approved")
     keys = first_step_sessions(1.0)
     assert served_until(stack, keys, {("candidate", CANDIDATE)}) == {("candidate", CANDIDATE)}
     assert CANDIDATE in logged_deployments(stack, keys)
@@ -230,14 +281,15 @@ def test_operator_reviewer_canary_flow(stack, browser):
     page.get_by_role("button", name=re.compile(r"^(undo\s*)?Rollback$")).click()  # the icon is a ligature
     page.get_by_role("button", name="Confirm rollback").wait_for()
     click(page, "Confirm rollback")
-    outcome = page.get_by_text("rollout rollback").first
+    outcome = page.get_by_text(f"Rollout of {CANDIDATE} rolled back by olivia").first
     try:
         outcome.wait_for()
     except Exception:
         page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)
         raise
-    assert "rollout rollback: done" in outcome.inner_text(), outcome.inner_text()
+    assert f"returns to {BASELINE}" in outcome.inner_text(), outcome.inner_text()
     page.get_by_text("rolled-back").first.wait_for()
+    no_reprs(page, "rollout rolled back")
     back = served_until(stack, keys, {("baseline", BASELINE)})
     assert back == {("baseline", BASELINE)}, back  # pinned candidate sessions re-armed to the baseline
     fresh = [f"after-{i}" for i in range(8)]
@@ -251,8 +303,10 @@ def test_operator_reviewer_canary_flow(stack, browser):
     assert page.locator('[data-testid="stException"]').count() == 0
     page.get_by_role("heading", name="Nodes").wait_for()
 
+    page.set_viewport_size({"width": 1400, "height": 1800})  # the main area scrolls: a tall view shows it all
     for title in PAGES:
         goto(page, title)
         page.wait_for_timeout(1500)  # let charts draw
+        no_reprs(page, title)
         page.screenshot(path=str(ARTIFACTS / f"{title.lower()}.png"), full_page=True)
     page.close()

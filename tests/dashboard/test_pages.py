@@ -78,7 +78,8 @@ def test_actions_recheck_the_stored_role(stack):
         actions.unpin_session(engine=engine, router=None, actor="mallory", session_key="s-0010.demo")
     assert actions.unpin_session(engine=engine, router=None, actor="olivia", session_key="s-0010.demo")
     events = queries.audit_events(engine, action_prefix="session.unpin")
-    assert events["actor"].tolist() == ["olivia"]
+    assert events["actor"].tolist() == ["olivia", "mallory"]  # newest first; the refused attempt is audited
+    assert "unknown or disabled user" in str(events["detail"].iloc[1])
 
 
 def test_threshold_edit_shows_diff_and_saves(stack):
