@@ -80,6 +80,8 @@ def step_text(st_: Any) -> str:
     n = len(st_.steps)
     if st_.phase == "rolled-back":
         return "rolled back"
+    if st_.phase == "rolling-back":
+        return "rolling back"
     if st_.phase == "promoted":
         return "promoted"
     if st_.phase in ("gated", "awaiting-approval"):
@@ -114,6 +116,9 @@ def rollout_done(action: str, st_: Any, by: str, *, items: list[str] | None = No
         return f"Rollout of {st_.candidate} resumed by {by} at {pct(st_.percent)} (step {step_text(st_)})."
     if action == "promote":
         return f"{st_.candidate} promoted by {by}: it now serves all new {st_.model} sessions at its tier ({v})."
+    if action == "rollback" and st_.phase == "rolling-back":
+        return (f"Rollback of {st_.candidate} decided by {by}: all {st_.model} traffic at its tier returns to "
+                f"{st_.baseline} once {v} is active; the controller confirms it.")
     if action == "rollback":
         return (f"Rollout of {st_.candidate} rolled back by {by}: all {st_.model} traffic at its tier returns to "
                 f"{st_.baseline} ({v}).")

@@ -58,7 +58,7 @@ def guard_sentence(g) -> str:
 def _buttons(svc, st_, model: str) -> None:
     phase = st_.phase
     me = ui.user()
-    live = phase not in ("promoted", "rolled-back")
+    live = phase not in ("promoted", "rolled-back", "rolling-back")
     if live and ui.can("rollout.rollback"):
         if st.button("Rollback", icon=":material/undo:", type="primary", key=f"rb_{model}", width="stretch"):
             st.session_state["rollback_pending"] = model
