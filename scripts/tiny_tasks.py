@@ -2,12 +2,12 @@
 (scripts/train_tiny_model.py) and the eval suite (data/evals/tiny-skills.jsonl), so the two cannot drift.
 
 Four categories of the eval suite, each a short greedy answer in the chat format vLLM serves:
-- math: "What is 17 + 8?" -> "25" (sums and differences of numbers 0..19: a table the model memorises);
+- math: "What is 7 + 8?" -> "15" (sums and differences of numbers 0..9: a table the model memorises);
 - json: "Write JSON with name Ada and age 36." -> {"name": "Ada", "age": 36} (copy two fields into a format);
 - structured: "List the numbers from 4 to 8, separated by commas." -> "4,5,6,7,8" (count, keep the format);
 - chat: "What is the capital of Peru?" -> "Lima." (a memorised fact, a short answer).
 Eval prompts of json are held out of the training data (copying two fields generalises); math, structured
-and chat are closed sets (610 sums/differences, 72 ranges, 20 capitals) that the model memorises, so the
+and chat are closed sets (155 sums/differences, 72 ranges, 20 capitals) that the model memorises, so the
 suite asks items it was trained on: it measures what the model knows and what quantization takes away.
 
 Pure standard library: it runs in the vLLM venv (training) and in the project venv (suite build, tests).
@@ -28,9 +28,11 @@ CAPITALS = {
 }
 NAMES = ("Ada", "Alan", "Grace", "Linus", "Edsger", "Barbara", "Ken", "Margaret", "Dennis", "Frances",
          "Tim", "Radia", "Guido", "Anita", "John", "Sophie", "Donald", "Hedy", "Niklaus", "Karen")
-MAX_OPERAND = 19
+MAX_OPERAND = 9
 CATEGORIES = ("math", "json", "structured", "chat")
 HELD_OUT = ("json",)  # categories whose eval prompts never appear in training
+# Training mix: arithmetic is the slowest to learn, copying JSON the fastest.
+MIX = {"math": 0.4, "json": 0.15, "structured": 0.25, "chat": 0.2}
 
 
 @dataclass(frozen=True)
@@ -98,11 +100,11 @@ def eval_tasks(seed: int = 7, per_category: int = 15) -> list[Task]:
 
 
 def training_tasks(seed: int, held_out: set[str]):
-    """An endless stream of training tasks, mixed evenly over the categories, never an eval prompt of the
+    """An endless stream of training tasks, mixed by MIX, never an eval prompt of the
     generalisation category (json)."""
     rng = random.Random(seed)
     while True:
-        task = GENERATORS[rng.choice(CATEGORIES)](rng)
+        task = GENERATORS[rng.choices(CATEGORIES, weights=[MIX[c] for c in CATEGORIES])[0]](rng)
         if task.category in HELD_OUT and task.prompt in held_out:
             continue
         yield task

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Quantizes the trained tiny-skills model (built by scripts/setup_vllm.sh) into the real int8 and int4 tiers
+# of data/fleet-real-cpu.yaml, with `quantroute quantize` (llm-compressor in its own venv, set up by
+# scripts/setup_llmcompressor.sh). Idempotent: an artifact is remade only when its source was retrained.
+#
+#   bash scripts/setup_vllm.sh && make venv && bash scripts/setup_real_tiers.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SRC=".cache/tiny-skills-bf16"
+if [ ! -f "$SRC/.built" ]; then
+  echo "setup_real_tiers: $SRC is not built; run bash scripts/setup_vllm.sh first" >&2
+  exit 1
+fi
+bash scripts/setup_llmcompressor.sh
+export QUANTROUTE_LLMCOMPRESSOR_PYTHON="$PWD/.venvs/llmcompressor/bin/python"
+
+for scheme in W8A8 W4A16; do
+  dep="tiny-skills-rtn-$(echo "$scheme" | tr 'A-Z' 'a-z')"
+  out=".cache/$dep"
+  if [ ! -f "$out/.built" ] || [ "$SRC/.built" -nt "$out/.built" ]; then
+    start=$(date +%s)
+    .venv/bin/python -m quantroute.cli.main quantize "$SRC" --scheme "$scheme" --method rtn --out "$out" \
+      --deployment "$dep" --eval-suite tiny-skills --force
+    touch "$out/.built"
+    echo "setup_real_tiers: quantized $dep in $(( $(date +%s) - start )) s"
+  fi
+done
+echo "setup_real_tiers: ready; data/fleet-real-cpu.yaml's artifacts are in .cache/"

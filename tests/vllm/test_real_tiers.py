@@ -1,0 +1,298 @@
+"""Real quantized tiers end to end, on real vLLM (CPU build) and real llm-compressor artifacts:
+quantize (a second int4 artifact, group size 64) -> register (tiers read from the artifacts) -> paired eval
+int4 vs bf16 with the gate's verdict from real answers -> the policy sends precise work to bf16 and chatter
+to int4 -> a canary of the second int4 artifact steps and rolls back.
+
+Needs `bash scripts/setup_vllm.sh && make venv && bash scripts/setup_real_tiers.sh` (CI's .ci/run does it):
+the trained tiny-skills model and its int8/int4 artifacts in .cache/, QUANTROUTE_VLLM_PYTHON and
+QUANTROUTE_LLMCOMPRESSOR_PYTHON. One module-scoped fleet of four servers (bf16, int8, int4, int4 canary)
+starts in parallel (~3.3 GB RAM each); QUANTROUTE_REAL_TIERS=bf16,int4 starts a subset while iterating
+(tests needing the others skip).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+import yaml
+
+from quantroute.db.engine import init_db, make_engine
+from quantroute.launcher.policy import fleet_policy
+from quantroute.launcher.register import register_artifact
+from quantroute.launcher.spec import RealFleet, RealNode, load_real_fleet
+from quantroute.launcher.vllm import running_fleet, vllm_python
+from quantroute.policy.store import PolicyStore
+from quantroute.registrar import inspect_model_dir
+from quantroute.rollout.service import RolloutService
+from quantroute.router.admin_client import RouterAdmin
+from quantroute.router.settings import RouterSettings
+from quantroute.router.testing import running_router
+
+pytestmark = [pytest.mark.vllm, pytest.mark.llmcompressor, pytest.mark.slow, pytest.mark.timeout(1800)]
+
+REPO = Path(__file__).resolve().parents[2]
+CACHE = REPO / ".cache"
+SUITE = REPO / "data/evals/tiny-skills.jsonl"
+TOKEN = "real-tiers-token"
+MODEL = "tiny-skills"
+BF16, INT8, INT4 = "tiny-skills-bf16", "tiny-skills-rtn-w8a8", "tiny-skills-rtn-w4a16"
+CANARY = "tiny-skills-rtn-w4a16-g64"
+TIER_OF = {BF16: "bf16", INT8: "int8", INT4: "int4", CANARY: "canary"}
+# What the trained model reaches at bf16 on its own suite (train-report.json states the measured figure).
+BF16_MIN_ACCURACY = 0.8
+
+
+def cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "quantroute.cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
+
+
+def wanted() -> set[str]:
+    names = os.environ.get("QUANTROUTE_REAL_TIERS", "bf16,int8,int4,canary").split(",")
+    return {dep for dep, name in TIER_OF.items() if name in names}
+
+
+def need(*deployments: str) -> None:
+    missing = [d for d in deployments if d not in wanted()]
+    if missing:
+        pytest.skip(f"QUANTROUTE_REAL_TIERS leaves out {', '.join(missing)}")
+
+
+@pytest.fixture(scope="module")
+def canary(tmp_path_factory) -> dict:
+    """`quantroute quantize` of the trained source: W4A16 RTN in groups of 64, a second int4 artifact."""
+    if not os.environ.get("QUANTROUTE_LLMCOMPRESSOR_PYTHON"):
+        pytest.skip("QUANTROUTE_LLMCOMPRESSOR_PYTHON not set: run `bash scripts/setup_real_tiers.sh`")
+    for dep in (BF16, INT8, INT4):
+        if not (CACHE / dep / ".built").is_file():
+            pytest.skip(f".cache/{dep} is not built: run scripts/setup_vllm.sh, make venv, scripts/setup_real_tiers.sh")
+    out = tmp_path_factory.mktemp("quantize") / CANARY
+    done = cli("quantize", str(CACHE / BF16), "--scheme", "W4A16", "--group-size", "64", "--out", str(out),
+               "--eval-suite", "tiny-skills", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    print(done.stderr)  # the transcript: source, worker progress
+    return {"dir": out, "record": json.loads(done.stdout), "stderr": done.stderr}
+
+
+@pytest.fixture(scope="module")
+def fleet(canary, tmp_path_factory):
+    python = vllm_python()
+    shipped = load_real_fleet(REPO / "data/fleet-real-cpu.yaml")
+    nodes = [n for n in shipped.nodes if n.deployment in wanted()]
+    if CANARY in wanted():
+        nodes.append(RealNode(id="int4-canary", deployment=CANARY, model_dir=str(canary["dir"])))
+    spec = RealFleet(model=shipped.model, hardware="cpu", base_dir=str(CACHE), nodes=nodes,
+                     max_model_len=shipped.max_model_len, kv_cache_gb=shipped.kv_cache_gb)
+    with running_fleet(spec, python=python, log_dir=tmp_path_factory.mktemp("vllm-logs"),
+                       progress=lambda n, s: print(f"{n.node.id}: {s}")) as running:
+        yield {n.node.deployment: n for n in running}
+
+
+def metadata(fleet: dict, canary: dict) -> dict[str, dict]:
+    """The policy's deployments entries: quantize's records for quantized artifacts, the registrar for bf16."""
+    out = {}
+    for dep, node in fleet.items():
+        if dep == CANARY:
+            entry = canary["record"]["policy_deployment"]
+        elif dep == BF16:
+            entry = {"format": "bf16", "method": "none", "calibration_set": "none", "eval_suite": "tiny-skills",
+                     "checksum": inspect_model_dir(node.model_dir).checksum}
+        else:
+            entry = json.loads((node.model_dir / "quantroute-artifact.json").read_text())["policy_deployment"]
+        out[dep] = {k: v for k, v in entry.items() if k != "model"}
+    return out
+
+
+@pytest.fixture(scope="module")
+def stack(fleet, canary, tmp_path_factory):
+    """A router with the shipped default policy's rules over the real tiers; every node registered through the
+    registrar (tier from the artifact); a canary of the second int4 artifact declared (at 0 %)."""
+    tmp = tmp_path_factory.mktemp("router-real")
+    tiers = {"fp16": [d for d in (BF16,) if d in fleet], "int8": [d for d in (INT8,) if d in fleet],
+             "int4": [d for d in (INT4, CANARY) if d in fleet]}
+    canary_spec = None
+    if {INT4, CANARY} <= set(fleet):
+        canary_spec = {"model": MODEL, "baseline": INT4, "candidate": CANARY, "steps": [10, 50, 100], "percent": 0,
+                       "guards": {"max_error_rate": 0.05, "max_p95_latency_ratio": 1000.0, "max_ttft_ratio": 1000.0,
+                                  "window_s": 300, "min_requests": 5, "require_eval_pass": True}}
+    base = yaml.safe_load((REPO / "policies/policy-0001.yaml").read_text())
+    data = fleet_policy(base, model=MODEL, tiers=tiers, deployments=metadata(fleet, canary), canary=canary_spec,
+                        message="real tiers on CPU")
+    data["sessions"]["quiescence_s"] = 0
+    (tmp / "policies").mkdir()
+    (tmp / "policies/policy-0001.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    db_url = f"sqlite:///{tmp / 'router.db'}"
+    engine = make_engine(db_url)
+    init_db(engine)
+    # vLLM answers /health late when its 2 cores are busy: a generous probe keeps real nodes in.
+    settings = RouterSettings(policies_dir=tmp / "policies", db_url=db_url, admin_token=TOKEN, probe_interval_s=1.0,
+                              probe_timeout_s=20.0, eject_after_failures=10, upstream_timeout_s=180,
+                              policy_poll_s=0.2, log_flush_interval_s=0.1)
+    with running_router(settings) as url:
+        regs = {dep: register_artifact(model_dir=n.model_dir, node_url=n.url, deployment=dep, model=MODEL,
+                                       hardware="cpu", router_url=url, token=TOKEN) for dep, n in fleet.items()}
+        admin = RouterAdmin([url], TOKEN)
+        deadline = time.monotonic() + 120
+        while not all(n["healthy"] for n in admin.nodes()):
+            assert time.monotonic() < deadline, admin.nodes()
+            time.sleep(0.5)
+        yield {"url": url, "db_url": db_url, "engine": engine, "regs": regs, "admin": admin,
+               "store": PolicyStore(tmp / "policies", engine), "tmp": tmp}
+        admin.close()
+    engine.dispose()
+
+
+def test_quantize_makes_a_new_deployment_with_its_lineage(canary):
+    rec = canary["record"]
+    assert rec["deployment"] == CANARY and rec["source_deployment"] == BF16
+    assert (rec["tier"], rec["format"], rec["container"], rec["scheme"], rec["bits"], rec["group_size"]) == (
+        "int4", "int4", "compressed-tensors", "W4A16", 4, 64)
+    assert rec["source_checksum"] == inspect_model_dir(CACHE / BF16).checksum != rec["checksum"]
+    assert rec["checksum"] == inspect_model_dir(canary["dir"]).checksum
+    assert rec["tools"]["llmcompressor"] == "0.14.0.1" and rec["calibration"] is None
+    assert rec["policy_deployment"] == {"model": MODEL, "format": "int4", "method": "rtn", "calibration_set": "none",
+                                        "eval_suite": "tiny-skills", "checksum": rec["checksum"]}
+    # The artifacts of setup_real_tiers read back as their tiers; a quantized source is refused.
+    assert (inspect_model_dir(CACHE / INT8).tier.value, inspect_model_dir(CACHE / INT4).tier.value) == ("int8", "int4")
+    refused = cli("quantize", str(canary["dir"]), "--scheme", "W8A8", "--out", str(canary["dir"]) + "-again")
+    assert refused.returncode == 1 and "already int4" in refused.stderr
+    same = cli("quantize", str(CACHE / BF16), "--scheme", "W8A8", "--deployment", BF16)
+    assert same.returncode == 1 and "is the source's id" in same.stderr
+
+
+def test_router_knows_each_tier_from_its_artifact(stack, canary):
+    nodes = {n["deployment"]: n for n in stack["admin"].nodes()}
+    expected = {BF16: ("fp16", "bf16", "none"), INT8: ("int8", "int8", "compressed-tensors"),
+                INT4: ("int4", "int4", "compressed-tensors"), CANARY: ("int4", "int4", "compressed-tensors")}
+    for dep, node in nodes.items():
+        assert (node["tier"], node["format"], node["method"]) == expected[dep], dep
+        assert node["checksum"] == stack["regs"][dep].checksum
+    if CANARY in nodes:
+        assert nodes[CANARY]["checksum"] == canary["record"]["checksum"]
+
+
+def eval_run(stack, candidate: str, *extra: str) -> tuple[int, str]:
+    done = cli("eval", "run", "--suite", str(SUITE), "--baseline", f"{stack['url']}#{BF16}",
+               "--candidate", f"{stack['url']}#{candidate}", "--db", stack["db_url"], "--policy",
+               str(stack["tmp"] / "policies/policy-0001.yaml"), "--runs-dir", str(stack["tmp"] / "evals"),
+               "--concurrency", "4", "--timeout", "120", *extra)
+    print(done.stdout)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    return done.returncode, done.stdout
+
+
+def test_paired_eval_int4_vs_bf16_gives_a_real_verdict(stack):
+    need(BF16, INT4)
+    from quantroute.evals.runs import list_runs, load_run
+
+    rc, out = eval_run(stack, INT4)
+    run = list_runs(stack["engine"], limit=1)[0]
+    view = load_run(stack["engine"], run.id)
+    assert (run.baseline_deployment, run.candidate_deployment, run.candidate_tier) == (BF16, INT4, "int4")
+    assert rc == (0 if view.verdict.passed else 1) and run.gate_passed is view.verdict.passed
+    assert view.report.overall.n == 60 and view.report.overall.base_rate >= BF16_MIN_ACCURACY, out
+    assert "gate: " in out
+
+
+def test_paired_eval_int8_vs_bf16(stack):
+    need(BF16, INT8)
+    from quantroute.evals.runs import list_runs, load_run
+
+    rc, out = eval_run(stack, INT8)
+    view = load_run(stack["engine"], list_runs(stack["engine"], limit=1)[0].id)
+    assert view.run["candidate"]["deployment"] == INT8 and rc == (0 if view.verdict.passed else 1)
+
+
+@pytest.fixture
+def client(stack):
+    with openai.OpenAI(base_url=f"{stack['url']}/v1", api_key="unused", max_retries=0, timeout=180) as c:
+        yield c
+
+
+def ask(client, prompt: str, **kw):
+    raw = client.chat.completions.with_raw_response.create(
+        model=MODEL, max_tokens=24, messages=[{"role": "user", "content": prompt}],
+        extra_headers={"x-session-id": uuid.uuid4().hex}, **kw)
+    resp = raw.parse()
+    h = raw.headers
+    print(f"{prompt!r:58} -> {h['x-quantroute-tier']:>4} {h['x-quantroute-deployment']:<24} "
+          f"rules={h['x-quantroute-rules'] or '-'}  {resp.choices[0].message.content!r}")
+    return resp, h
+
+
+def test_policy_sends_precise_work_to_bf16_and_chatter_to_int4(stack, client):
+    need(BF16, INT4)
+    for prompt, answer in (("What is 12 + 7?", "19"), ("Write JSON with name Grace and age 41.", None)):
+        resp, h = ask(client, prompt, temperature=0)
+        assert (h["x-quantroute-tier"], h["x-quantroute-deployment"]) == ("fp16", BF16)
+        assert resp.model == BF16 and "greedy-structured" in h["x-quantroute-rules"]
+        if answer:
+            assert resp.choices[0].message.content.strip() == answer
+        else:
+            assert json.loads(resp.choices[0].message.content) == {"name": "Grace", "age": 41}
+    # Chatter: sampled, short, no code/math/structure words: the cheapest tier.
+    resp, h = ask(client, "What is the capital of Peru?", temperature=0.9)
+    assert h["x-quantroute-tier"] == "int4" and "sampled-chatter" in h["x-quantroute-rules"]
+    assert resp.model in (INT4, CANARY) and resp.model == h["x-quantroute-deployment"]
+
+
+def chat_sessions(url: str, n: int) -> list[httpx.Response]:
+    out = []
+    with httpx.Client(base_url=url, timeout=180) as c:
+        for _ in range(n):
+            out.append(c.post("/v1/chat/completions", headers={"x-session-id": uuid.uuid4().hex}, json={
+                "model": MODEL, "max_tokens": 4, "temperature": 0.9,
+                "messages": [{"role": "user", "content": "What is the capital of Chile?"}]}))
+    return out
+
+
+def test_canary_of_a_second_int4_artifact_steps_and_rolls_back(stack):
+    need(INT4, CANARY)
+    from tests.rollout.conftest import PERSON_ITEMS, record_staircase
+
+    # The eval gate: the canary against its int4 baseline, on real answers, through the router.
+    done = cli("eval", "run", "--suite", str(SUITE), "--baseline", f"{stack['url']}#{INT4}", "--candidate",
+               f"{stack['url']}#{CANARY}", "--db", stack["db_url"], "--policy",
+               str(stack["tmp"] / "policies/policy-0001.yaml"), "--runs-dir", str(stack["tmp"] / "evals"),
+               "--concurrency", "4", "--timeout", "120", "--threshold", "0.1")
+    print(done.stdout)
+    if done.returncode != 0:
+        pytest.fail(f"the canary's eval gate failed on real answers (threshold 10 points):\n{done.stdout[-2500:]}")
+    record_staircase(stack["engine"], deployment=CANARY)
+    svc = RolloutService(stack["store"], router=stack["admin"])
+    svc.start(MODEL, candidate=CANARY, by="alice")
+    svc.tick(MODEL, PERSON_ITEMS, by="carol")
+    st = svc.approve(MODEL, by="bob")
+    assert st.percent == 10
+    wait_version(stack["url"], st.policy_version)
+    st = svc.step(MODEL, by="alice")
+    assert st.percent == 50
+    wait_version(stack["url"], st.policy_version)
+    rs = chat_sessions(stack["url"], 16)
+    assert all(r.status_code == 200 for r in rs)
+    served = {(r.headers["x-quantroute-arm"], r.json()["model"]) for r in rs}
+    # Both arms answered, each from its own real artifact (16 new sessions at 50 %: both arms all but surely).
+    assert served == {("baseline", INT4), ("candidate", CANARY)}, served
+    st = svc.rollback(MODEL, by="alice", reason="real-tier test")
+    assert st.percent == 0
+    wait_version(stack["url"], st.policy_version)
+    rs = chat_sessions(stack["url"], 8)
+    assert {r.json()["model"] for r in rs} == {INT4} and all("x-quantroute-arm" not in r.headers
+                                                              or r.headers["x-quantroute-arm"] == "baseline"
+                                                              for r in rs)
+
+
+def wait_version(url: str, version: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while httpx.get(url + "/health", timeout=10).json()["policy_version"] != version:
+        assert time.monotonic() < deadline, f"router did not load policy version {version}"
+        time.sleep(0.1)
