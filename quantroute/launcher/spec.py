@@ -38,6 +38,8 @@ class RealFleet(BaseModel):
     base_dir: str = Field(default=".", description="Where model_dir paths start, relative to the working dir")
     max_model_len: int = Field(default=512, ge=16)
     kv_cache_gb: int = Field(default=1, ge=1, description="VLLM_CPU_KVCACHE_SPACE per server")
+    enforce_eager: bool = Field(default=True, description="Skip torch.compile's warm-up: on a busy 2-core machine "
+                                "it takes minutes per server, and a model this small gains little from it")
     nodes: list[RealNode] = Field(min_length=1)
 
     def model_dir(self, node: RealNode) -> Path:

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "scripts" / "vllm_cli.py"
 PYTHON_ENV = "QUANTROUTE_VLLM_PYTHON"
 DEFAULT_PYTHON = REPO / ".venvs" / "vllm" / "bin" / "python"
-START_TIMEOUT_S = 420
+START_TIMEOUT_S = 900
 
 
 class LaunchError(RuntimeError):
@@ -65,7 +65,8 @@ def serve_command(python: Path, fleet: RealFleet, node: RealNode, port: int) -> 
     # logical model second, so the router can forward a client's body unchanged.
     return [str(python), str(CLI), "serve", str(fleet.model_dir(node)), "--served-model-name", node.deployment,
             fleet.model, "--host", "127.0.0.1", "--port", str(port), "--max-model-len", str(fleet.max_model_len),
-            "--max-num-seqs", str(node.max_num_seqs), "--disable-uvicorn-access-log"]
+            "--max-num-seqs", str(node.max_num_seqs), "--disable-uvicorn-access-log"] + (
+                ["--enforce-eager"] if fleet.enforce_eager else [])
 
 
 def start_node(python: Path, fleet: RealFleet, node: RealNode, log_dir: Path) -> RunningNode:
