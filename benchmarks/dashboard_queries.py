@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dashboard import queries  # noqa: E402
-from quantroute.db.audit import utcnow  # noqa: E402
+from quantroute.clock import utcnow  # noqa: E402
 from quantroute.db import request_log  # noqa: E402
 from quantroute.db.engine import init_db, make_engine  # noqa: E402
 from quantroute.router import requestlog  # noqa: E402

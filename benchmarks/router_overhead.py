@@ -33,6 +33,8 @@ import uuid
 from collections import defaultdict
 from pathlib import Path
 
+from quantroute.ports import free_port
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 PY = sys.executable
@@ -68,12 +70,6 @@ done = function(summary, latency, requests)
     summary.errors.connect + summary.errors.read + summary.errors.write, summary.errors.timeout))
 end
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port: int, timeout: float = 60) -> None:

@@ -51,3 +51,20 @@ def pick(table: dict, key: str, what: str):
         return table[key]
     except KeyError:
         raise CatalogError(f"unknown {what} {key!r}; valid: {', '.join(sorted(table))}") from None
+
+
+# Node speeds are relative to this hardware class (speed 1.0); its bandwidth comes from hardware.yaml like any other.
+REFERENCE_HARDWARE = "a100-80g"
+
+
+def speed_for(hardware: str, tier: str, data_dir: Path = DATA_DIR) -> float | None:
+    """Relative decode speed of a node: memory bandwidth vs the reference hardware class times the format's
+    measured speed-up on this hardware. None when the hardware class (or the table) is unknown."""
+    try:
+        table = load_hardware(data_dir)
+    except (CatalogError, OSError):
+        return None
+    spec, ref = table.get(hardware), table.get(REFERENCE_HARDWARE)
+    if spec is None or ref is None:
+        return None
+    return spec.bandwidth_gbs / ref.bandwidth_gbs * spec.decode_speedup.get(tier, 1.0)

@@ -22,7 +22,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,14 +32,11 @@ from pathlib import Path
 import httpx
 import yaml
 
+from quantroute.ports import free_port
+
 REPO = Path(__file__).resolve().parent.parent
 ROLES = {"olivia": "operator", "rahul": "reviewer", "ana": "analyst"}
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 DEMO_SCHEMA = "quantroute_demo"

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from quantroute.capacity import FORMATS
 from quantroute.catalog import DATA_DIR, load_hardware, load_models
+from quantroute.node import NodeIdentity
 from quantroute.tiers import Tier
 
 
@@ -80,6 +81,12 @@ class NodeSpec(BaseModel):
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    def identity(self) -> NodeIdentity:
+        d = self.deployment
+        return NodeIdentity(url=self.url, model=d.model, deployment=d.id, tier=d.tier, format=d.format,
+                            method=d.method, checksum=d.checksum, hardware=self.hardware, vram_gb=self.vram_gb,
+                            node_id=self.id)
 
 
 class Fleet(BaseModel):

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from quantroute.registration import NodeRegistration
+from quantroute.node import NodeIdentity
 from quantroute.safetensors_header import HeaderError, TensorHeader, read_header
 from quantroute.tiers import Tier
 
@@ -316,9 +316,9 @@ def inspect_model_dir(model_dir: Path) -> ModelInspection:
 
 
 def build_registration(inspection: ModelInspection, *, node_url: str, deployment: str, model: str | None = None,
-                       hardware: str = "unknown", vram_gb: float | None = None) -> NodeRegistration:
+                       hardware: str = "unknown", vram_gb: float | None = None) -> NodeIdentity:
     """The `POST /admin/nodes` body for a node serving the inspected artifact. Format, method, tier and
     checksum come from the inspection only; the caller names the deployment and the logical model."""
-    return NodeRegistration(url=node_url, model=model or deployment, deployment=deployment,
+    return NodeIdentity(url=node_url, model=model or deployment, deployment=deployment,
                             tier=inspection.tier, format=inspection.format, method=inspection.method,
                             checksum=inspection.checksum, hardware=hardware, vram_gb=vram_gb)

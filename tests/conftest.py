@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from pathlib import Path
 
@@ -15,11 +14,6 @@ from quantroute.db.engine import init_db, make_engine
 REPO = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("QUANTROUTE_TEST_POSTGRES")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ number that was not measured in this run."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+from quantroute.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 PEERS = REPO / ".peers"
@@ -71,11 +72,6 @@ PEER_LIST = (
     Peer("vllm-router (Rust)", "vllm-router", "vllm-router", _vllm_router_cmd, {}, "/health"),
 )
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ensure_venv(peer: Peer) -> Path:

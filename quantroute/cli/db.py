@@ -55,7 +55,7 @@ def prune(older_than: str, rollup_older_than: str | None, batch: int, dry_run: b
     from datetime import timedelta
 
     from quantroute.db import audit, request_log, request_stats
-    from quantroute.db.audit import utcnow
+    from quantroute.clock import utcnow
     from quantroute.db.engine import database_url, init_db, make_engine
     from quantroute.db.engine import session as db_session
 

@@ -54,7 +54,7 @@ def loadtest(url, model, traffic_path, prompts_path, max_tokens, staircase, rate
              no_db) -> None:
     """Staircase load test: run each step, stop at the first that breaks an SLO, raises the error rate or adds
     no throughput; write JSON, CSV and a chart; store the run in the database."""
-    from quantroute.db.audit import utcnow
+    from quantroute.clock import utcnow
     from quantroute.loadtest.progress import LiveProgress
     from quantroute.loadtest.report import steps_table, write_all
     from quantroute.loadtest.runner import LoadTestConfig, run_staircase

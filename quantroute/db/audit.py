@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, Column
 from sqlmodel import Field, Session, SQLModel, select
 
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+from quantroute.clock import utcnow
 
 
 class AuditEvent(SQLModel, table=True):

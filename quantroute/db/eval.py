@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, Text, UniqueConstraint
 from sqlmodel import Field, Session, SQLModel, select
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 
 
 class EvalRun(SQLModel, table=True):

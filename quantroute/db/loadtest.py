@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import JSON, Column
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.loadtest.stats import StepFigures
 
 

@@ -6,7 +6,8 @@ from datetime import datetime
 
 from sqlmodel import Field, Session, SQLModel, select
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
+from quantroute.node import SERVED_FIELDS, NodeIdentity
 
 
 class NodeRow(SQLModel, table=True):
@@ -26,6 +27,14 @@ class NodeRow(SQLModel, table=True):
     generation: int = 1
     generation_started: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow, index=True)
+
+    @classmethod
+    def from_identity(cls, node: NodeIdentity, *, generation: int, generation_started: datetime) -> NodeRow:
+        return cls(key=node.key, url=node.base_url, generation=generation, generation_started=generation_started,
+                   **node.model_dump(mode="json", include=set(SERVED_FIELDS)))
+
+    def identity(self) -> NodeIdentity:
+        return NodeIdentity(url=self.url, node_id=self.key, **self.model_dump(include=set(SERVED_FIELDS)))
 
 
 def upsert_node(*, session: Session, row: NodeRow) -> NodeRow:

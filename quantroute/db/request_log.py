@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import JSON, Column, Index
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
+
+from quantroute.clock import aware
 
 
 class RequestLog(SQLModel, table=True):
@@ -41,15 +43,10 @@ class RequestLog(SQLModel, table=True):
     replay: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
-def _aware(dt: datetime) -> datetime:
-    # the column's type takes aware instants only (it stores UTC); a naive bound here means UTC
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
-
-
 def count_before(engine: Engine, before: datetime) -> int:
     table = RequestLog.__table__  # type: ignore[attr-defined]
     with engine.connect() as conn:
-        q = sa.select(sa.func.count()).select_from(table).where(table.c.ts < _aware(before))
+        q = sa.select(sa.func.count()).select_from(table).where(table.c.ts < aware(before))
         return int(conn.execute(q).scalar_one())
 
 
@@ -63,7 +60,7 @@ def prune_before(engine: Engine, before: datetime, *, batch: int = 10_000) -> in
     total = 0
     while True:
         with engine.begin() as conn:
-            ids = sa.select(table.c.id).where(table.c.ts < _aware(before)).order_by(table.c.id).limit(batch)
+            ids = sa.select(table.c.id).where(table.c.ts < aware(before)).order_by(table.c.id).limit(batch)
             n = conn.execute(sa.delete(table).where(table.c.id.in_(ids.scalar_subquery()))).rowcount
         total += n
         if n < batch:

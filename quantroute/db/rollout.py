@@ -4,18 +4,17 @@ The spec (steps, guards, percent) lives in the policy version; these tables say 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, Column, Index, UniqueConstraint, text, update
 from sqlmodel import Field, Session, SQLModel, select
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import aware, utcnow
 
 
 def _aware(dt: datetime | None) -> datetime | None:
-    # SQLite hands back naive datetimes even for timezone-aware columns.
-    return dt if dt is None or dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return None if dt is None else aware(dt)
 
 
 # Phases of a rollout that still owns its model's canary (machine.Phase minus the terminal ones).

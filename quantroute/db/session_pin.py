@@ -8,7 +8,7 @@ from sqlalchemy import update
 from sqlalchemy.engine import Connection, Dialect
 from sqlmodel import Field, Session, SQLModel, delete, select
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import aware, utcnow
 
 
 class SessionPin(SQLModel, table=True):
@@ -27,13 +27,6 @@ class SessionPin(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     last_used: datetime = Field(default_factory=utcnow, index=True)
     expires_at: datetime = Field(index=True)
-
-
-def _aware(dt: datetime) -> datetime:
-    # SQLite hands back naive datetimes even for timezone-aware columns.
-    from datetime import timezone
-
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
 # Columns a claim takes from the new row only where the stored pin has expired (the session starts over); a live
@@ -87,7 +80,7 @@ class PinClaims:
         out = []
         for r in rows:
             d = {c: (f(v) if f else v) for c, v, f in zip(_COLUMNS, r, self.result)}
-            d["created_at"], d["last_used"], d["expires_at"] = map(_aware, (d["created_at"], d["last_used"],
+            d["created_at"], d["last_used"], d["expires_at"] = map(aware, (d["created_at"], d["last_used"],
                                                                           d["expires_at"]))
             out.append(d)
         return out

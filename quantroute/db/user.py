@@ -6,7 +6,7 @@ from datetime import datetime
 
 from sqlmodel import Field, Session, SQLModel, select
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 
 
 class User(SQLModel, table=True):

@@ -19,7 +19,7 @@ from typing import Protocol
 import httpx
 from pydantic import BaseModel, Field, model_validator
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.loadtest.stats import Slo, StepStats, breach, summarize
 from quantroute.traffic import RequestResult, TrafficLine, replay
 

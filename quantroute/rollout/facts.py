@@ -9,6 +9,7 @@ from datetime import datetime
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from quantroute.clock import aware
 from quantroute.db.engine import session as db_session
 from quantroute.db.eval import EvalRun
 from quantroute.db.node import list_nodes
@@ -48,7 +49,7 @@ def eval_gate(engine: Engine, spec: CanarySpec, pin: str, *, since: datetime | N
              .order_by(EvalRun.id.desc()))  # type: ignore[union-attr]
         runs = list(s.exec(q))
     if since is not None:
-        runs = [r for r in runs if _aware(r.created_at) >= since]
+        runs = [r for r in runs if aware(r.created_at) >= since]
     pinned = [r for r in runs if suite_matches(r, pin)]
     if not pinned:
         others = ", ".join(f"run {r.id} on {r.suite_name!r}" for r in runs[:3])
@@ -155,9 +156,3 @@ def guards_fact(spec: CanarySpec) -> Fact:
               f"{g.max_ttft_ratio:g}x over {g.window_s}s (min {g.min_requests} requests); steps "
               f"{', '.join(f'{s:g}%' for s in spec.steps)}")
     return Fact(ok=gradual, detail=detail if gradual else detail + " - not gradual (first step above 25%)")
-
-
-def _aware(dt: datetime) -> datetime:
-    from datetime import timezone
-
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)

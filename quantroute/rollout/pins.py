@@ -6,8 +6,6 @@ Sessions that named the candidate's deployment id explicitly keep it."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
@@ -28,7 +26,3 @@ def release_candidate_pins(engine: Engine, *, model: str, router=None) -> int:
             s.add(r)
         s.commit()
     return len(rows)
-
-
-def _aware(dt: datetime) -> datetime:
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)

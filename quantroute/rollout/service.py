@@ -37,7 +37,7 @@ from sqlalchemy.exc import IntegrityError
 
 from quantroute.db import audit
 from quantroute.db import rollout as db
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.policy.model import CanarySpec, Policy
 from quantroute.policy.store import PolicyStore

@@ -15,18 +15,18 @@ import httpx
 import orjson
 
 from quantroute.classify import RequestError
-from quantroute.db.audit import utcnow
-from quantroute.router import admin
+from quantroute.clock import utcnow
+from quantroute.router.admin import AdminApi
 from quantroute.router.decide import Decider, PinMoved, Route
-from quantroute.router.errors import BadRequest, BodyTooLarge, MethodNotAllowed, RouterError, \
-    error_response_parts
-from quantroute.router.fleetfile import NodeSync
+from quantroute.router.errors import BadRequest, BodyTooLarge, MethodNotAllowed, RouterError
 from quantroute.router.metrics import RouterMetrics
-from quantroute.router.nodes import Fleet, Node, probe_loop
+from quantroute.router.node_sync import NodeSync, load_nodes
+from quantroute.router.nodes import Node, NodePool, probe_loop
 from quantroute.router.pincommit import PinCommitter
 from quantroute.router.proxy import Forwarder, Outcome
 from quantroute.router.reload import PolicyHolder
 from quantroute.router.requestlog import RequestLogWriter
+from quantroute.router.responses import send_error
 from quantroute.router.sessions import PinStore
 from quantroute.router.upstream import FastUpstream, HttpxUpstream
 from quantroute.router.settings import RouterSettings
@@ -34,7 +34,6 @@ from quantroute.router.settings import RouterSettings
 log = logging.getLogger(__name__)
 
 COMPLETION_PATHS = {"/v1/chat/completions": "chat", "/v1/completions": "completion"}
-JSON = b"application/json"
 
 
 class Router:
@@ -44,7 +43,7 @@ class Router:
         self.transport = transport
         self.engine = engine
         self.metrics = RouterMetrics()
-        self.fleet = Fleet(max_inflight=settings.node_max_inflight, max_waiting=settings.node_max_waiting,
+        self.fleet = NodePool(max_inflight=settings.node_max_inflight, max_waiting=settings.node_max_waiting,
                            eject_after=settings.eject_after_failures)
         self.pin_committer = (PinCommitter(engine, timeout_s=settings.pin_commit_timeout_s,
                                            on_batch=self.metrics.pin_batch.observe)
@@ -55,7 +54,7 @@ class Router:
         self.writer = RequestLogWriter(engine, batch_size=settings.log_batch_size,
                                        flush_interval_s=settings.log_flush_interval_s,
                                        max_buffered=settings.log_buffer_max, on_drop=self.metrics.log_dropped.inc)
-        self.node_sync = NodeSync(self, interval_s=settings.node_refresh_s)
+        self.node_sync = NodeSync(self.fleet, engine, interval_s=settings.node_refresh_s)
         self.decider = Decider(self.fleet, self.pins, retry_after_s=settings.retry_after_s, metrics=self.metrics,
                                on_miss=self.node_sync.kick)
         self.client: httpx.AsyncClient | None = None
@@ -63,11 +62,12 @@ class Router:
         self._tasks: list[asyncio.Task] = []
         self._ids = itertools.count(1)
         self._boot = os.urandom(4).hex()
+        self.admin = AdminApi(token=settings.admin_token, holder=self.holder, pool=self.fleet, pins=self.pins,
+                              engine=engine, render_metrics=lambda: self.metrics.render(self.fleet, self.writer),
+                              read_body=self.read_body)
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     async def startup(self) -> None:
-        from quantroute.router.fleetfile import load_nodes
-
         s = self.settings
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=512, keepalive_expiry=30)
         timeout = httpx.Timeout(s.upstream_timeout_s, connect=s.connect_timeout_s)
@@ -79,7 +79,7 @@ class Router:
         self.forwarder = Forwarder(self.upstream, self.fleet, retries=s.retries,
                                    on_upstream_error=self._upstream_error)
         await asyncio.to_thread(self.holder.load_initial)
-        await asyncio.to_thread(load_nodes, self)
+        await asyncio.to_thread(load_nodes, self.fleet, fleet_file=s.fleet_file, engine=self.engine)
         spawn = asyncio.get_running_loop().create_task
         self._tasks = [spawn(probe_loop(self.client, self.fleet, interval=s.probe_interval_s,
                                         timeout=s.probe_timeout_s)),
@@ -126,7 +126,7 @@ class Router:
                         raise MethodNotAllowed(f"{path} takes POST")
                     await self.completion(scope, receive, send, kind, path)
                 else:
-                    await admin.dispatch(self, scope, receive, send)
+                    await self.admin.dispatch(scope, receive, send)
             except RouterError as e:
                 await send_error(send, e)
         elif scope["type"] == "lifespan":
@@ -292,19 +292,6 @@ class Router:
             # what the dashboard's what-if replay needs to classify this request again under a draft policy
             "replay": {"body": data, "headers": {k: v for k, v in headers.items() if k.startswith("x-")}}
             if isinstance(data, dict) else None})
-
-
-async def send_error(send, err: RouterError) -> None:
-    status, headers, body = error_response_parts(err)
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def send_json(send, status: int, payload, extra: list[tuple[bytes, bytes]] = ()) -> None:
-    body = orjson.dumps(payload)
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", JSON), (b"content-length", str(len(body)).encode()), *extra]})
-    await send({"type": "http.response.body", "body": body})
 
 
 def create_app(settings: RouterSettings, *, transport: httpx.AsyncBaseTransport | None = None,

@@ -18,7 +18,7 @@ from quantroute.router.canary import BASELINE, CANDIDATE, choose_arm
 
 DEPLOYMENT_HEADER = "x-quantroute-deployment"  # request header: serve exactly this deployment
 from quantroute.router.errors import BadRequest, NoCapacity, NotFound, SessionPinUnavailable
-from quantroute.router.nodes import Fleet, Node
+from quantroute.router.nodes import NodePool, Node
 from quantroute.router.reload import ActivePolicy
 from quantroute.router.select import cheapest_served_tier, pick_node, tiers_at_or_above
 from quantroute.router.sessions import Pin, PinStore
@@ -54,7 +54,7 @@ class PinMoved(Exception):
 
 
 class Decider:
-    def __init__(self, fleet: Fleet, pins: PinStore, *, retry_after_s: int = 1, metrics=None,
+    def __init__(self, fleet: NodePool, pins: PinStore, *, retry_after_s: int = 1, metrics=None,
                  on_miss: Callable[[], None] | None = None) -> None:
         self.fleet = fleet
         self.pins = pins

@@ -16,8 +16,8 @@ from datetime import datetime
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from quantroute.db.audit import utcnow
-from quantroute.registration import NodeRegistration
+from quantroute.clock import utcnow
+from quantroute.node import SERVED_FIELDS, NodeIdentity
 from quantroute.tiers import Tier
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,14 @@ class Node:
     last_probe: float | None = None
     last_error: str | None = None
 
+    @classmethod
+    def from_identity(cls, ident: NodeIdentity, **state) -> Node:
+        """A node as `ident` describes it, plus the router's own state (speed, limits, generation)."""
+        return cls(key=ident.key, url=ident.base_url, **{f: getattr(ident, f) for f in SERVED_FIELDS}, **state)
+
+    def identity(self) -> NodeIdentity:
+        return NodeIdentity(url=self.url, node_id=self.key, **{f: getattr(self, f) for f in SERVED_FIELDS})
+
     @property
     def available(self) -> bool:
         return self.healthy
@@ -76,7 +84,7 @@ class Node:
                 "last_error": self.last_error}
 
 
-class Fleet:
+class NodePool:
     """All known nodes, indexed by deployment. `epoch` changes whenever the set of nodes changes, so callers
     can cache candidate lists."""
 
@@ -90,7 +98,7 @@ class Fleet:
         self._capacity = asyncio.Event()
 
     # -- membership -------------------------------------------------------------------------------------
-    def register(self, reg: NodeRegistration, *, speed: float | None = None,
+    def register(self, reg: NodeIdentity, *, speed: float | None = None,
                  generation_started: datetime | None = None) -> Node:
         key = reg.key
         old = self.nodes.get(key)
@@ -101,12 +109,9 @@ class Fleet:
             generation = old.generation if same else old.generation + 1
             if same:
                 started = old.generation_started
-        node = Node(key=key, url=str(reg.url).rstrip("/"), model=reg.model, deployment=reg.deployment,
-                    tier=reg.tier, format=reg.format, method=reg.method, checksum=reg.checksum,
-                    hardware=reg.hardware, vram_gb=reg.vram_gb,
-                    speed=speed or 1.0,  # unknown hardware: as fast as the reference (A100-80G); see admin.speed_for
-                    max_inflight=self.max_inflight, max_waiting=self.max_waiting,
-                    generation=generation, generation_started=started)
+        node = Node.from_identity(reg, speed=speed or 1.0,  # unknown hardware: as fast as the reference; see catalog.speed_for
+                                  max_inflight=self.max_inflight, max_waiting=self.max_waiting,
+                                  generation=generation, generation_started=started)
         if old is not None:
             node.inflight = old.inflight  # requests already on it still finish and release
         self.nodes[key] = node
@@ -168,7 +173,7 @@ def parse_load(text: str) -> tuple[int, int, float]:
     return int(waiting), int(running), float(usage)
 
 
-async def probe_node(client: httpx.AsyncClient, fleet: Fleet, node: Node, timeout: float) -> None:
+async def probe_node(client: httpx.AsyncClient, fleet: NodePool, node: Node, timeout: float) -> None:
     try:
         r = await client.get(node.url + "/health", timeout=timeout)
         if r.status_code != 200:
@@ -185,7 +190,7 @@ async def probe_node(client: httpx.AsyncClient, fleet: Fleet, node: Node, timeou
     node.last_probe = time.monotonic()
 
 
-async def probe_loop(client: httpx.AsyncClient, fleet: Fleet, *, interval: float, timeout: float) -> None:
+async def probe_loop(client: httpx.AsyncClient, fleet: NodePool, *, interval: float, timeout: float) -> None:
     while True:
         nodes = list(fleet.nodes.values())
         if nodes:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import orjson
 
 from quantroute.router.errors import UpstreamFailed
-from quantroute.router.nodes import Fleet, Node
+from quantroute.router.nodes import NodePool, Node
 from quantroute.router.upstream import UpstreamError, UpstreamTimeout
 
 # Client headers worth passing on; everything else (host, length, encodings, hop-by-hop) is ours to set.
@@ -65,7 +65,7 @@ def usage_from(body: bytes) -> tuple[int | None, int | None]:
 
 
 class Forwarder:
-    def __init__(self, upstream, fleet: Fleet, *, retries: int, on_upstream_error=None) -> None:
+    def __init__(self, upstream, fleet: NodePool, *, retries: int, on_upstream_error=None) -> None:
         self.upstream = upstream  # FastUpstream or HttpxUpstream
         self.fleet = fleet
         self.retries = retries

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.engine import Engine
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.db.session_pin import (SessionPin, delete_pin, list_pins, purge_expired_pins, rearm_pin,
                                        set_served_deployment, touch_pin)

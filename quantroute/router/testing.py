@@ -7,21 +7,16 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 import threading
 import time
 from collections.abc import Iterator
 
 import uvicorn
 
+from quantroute.ports import free_port
 from quantroute.router.app import Router, create_app
 from quantroute.router.settings import RouterSettings
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager

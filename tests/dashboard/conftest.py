@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from quantroute.auth import hash_password
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.db.engine import init_db, make_engine, session
 from quantroute.db.request_log import RequestLog
 from quantroute.db.request_stats import rebuild_minute_stats

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from dashboard import queries
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.router.requestlog import RequestLogWriter
 
 

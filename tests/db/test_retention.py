@@ -14,7 +14,8 @@ from sqlmodel import select
 from dashboard import queries
 from quantroute.cli.main import cli
 from quantroute.db import request_log
-from quantroute.db.audit import AuditEvent, utcnow
+from quantroute.clock import utcnow
+from quantroute.db.audit import AuditEvent
 from quantroute.db.engine import session as db_session
 from quantroute.db.request_stats import RequestStatsMinute
 from quantroute.router.requestlog import RequestLogWriter

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from quantroute.registration import NodeRegistration
+from quantroute.node import NodeIdentity
 from quantroute.router.testing import serve_app
 
 TOKEN = "s3cret"
@@ -30,7 +30,7 @@ def quantroute(*args: str, env: dict | None = None) -> subprocess.CompletedProce
 @pytest.fixture
 def admin_server():
     """A minimal stand-in for the router's admin API: checks the bearer token, validates the body with the
-    shared NodeRegistration model and keeps what it received."""
+    shared NodeIdentity model and keeps what it received."""
     received: list[dict] = []
 
     async def nodes(request: Request) -> JSONResponse:
@@ -39,7 +39,7 @@ def admin_server():
                                            "param": None, "code": "unauthorized"}}, status_code=401)
         body = await request.json()
         received.append(body)
-        return JSONResponse(NodeRegistration.model_validate(body).model_dump(mode="json"), status_code=201)
+        return JSONResponse(NodeIdentity.model_validate(body).model_dump(mode="json"), status_code=201)
 
     app = Starlette(routes=[Route("/admin/nodes", nodes, methods=["POST"])])
     with serve_app(app) as url:
@@ -106,12 +106,12 @@ def test_register_dry_run_sends_nothing(admin_server, awq_dir):
                      "--deployment", "d1", "--dry-run")
     assert out.returncode == 0, out.stderr
     body = json.loads(out.stdout)
-    assert NodeRegistration.model_validate(body).tier.value == "int4"
+    assert NodeIdentity.model_validate(body).tier.value == "int4"
     assert received == []
 
 
 def test_register_unreachable_router_and_missing_token(awq_dir):
-    from quantroute.router.testing import free_port
+    from quantroute.ports import free_port
 
     dead = f"http://127.0.0.1:{free_port()}"
     out = quantroute("node", "register", "--router", dead, "--node", "http://n1:8000", "--model-dir", str(awq_dir),

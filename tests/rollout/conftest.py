@@ -122,7 +122,7 @@ def record_staircase(engine, *, deployment: str = CAND, ok_up_to: int | None = 1
 def progressing_rollout(store: PolicyStore, engine) -> RolloutService:
     """A rollout at its first step (10 %) with 20 healthy requests logged on each arm, nodes in the node table
     (no router): the guards pass. For tests that drive the guards with request-log rows they write."""
-    from quantroute.db.audit import utcnow
+    from quantroute.clock import utcnow
     from quantroute.db.node import NodeRow, upsert_node
     from quantroute.db.request_log import RequestLog
 

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 from sqlmodel import select
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.db.engine import alembic_config, init_db, make_engine
 from quantroute.db.engine import session as db_session
 from quantroute.db.policy_state import PolicyActivation

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
 from quantroute.policy.store import PolicyStore

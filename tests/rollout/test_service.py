@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 from sqlmodel import select
 
-from quantroute.db.audit import AuditEvent, utcnow
+from quantroute.clock import utcnow
+from quantroute.db.audit import AuditEvent
 from quantroute.db.engine import session as db_session
 from quantroute.db.node import NodeRow, upsert_node
 from quantroute.db.session_pin import SessionPin

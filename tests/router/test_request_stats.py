@@ -12,7 +12,7 @@ import pytest
 from alembic import command
 from sqlalchemy import text
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.db.engine import alembic_config, init_db, make_engine
 from quantroute.db.request_stats import COLUMNS, KEY, minute_stats, rollup_select_sql
 from quantroute.router.requestlog import RequestLogWriter

@@ -8,7 +8,7 @@ from datetime import timedelta
 import httpx
 from sqlmodel import select
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.db.engine import make_engine, session as db_session
 from quantroute.db.session_pin import SessionPin, claim_pins, purge_expired_pins
 from tests.router.conftest import TOLERANT, chat, router_at

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,6 +16,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from quantroute.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 240
@@ -34,11 +35,6 @@ class VllmServer:
     model: str
     log: Path
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _tail(path: Path, lines: int = 40) -> str:
@@ -68,7 +64,7 @@ def vllm_server(tmp_path_factory) -> Iterator[VllmServer]:
     model_dir = Path(os.environ.get("QUANTROUTE_VLLM_MODEL_DIR", REPO / ".cache" / "tiny-llama"))
     if not (model_dir / "config.json").is_file():
         pytest.skip(f"{model_dir}: no tiny model; run `bash scripts/setup_vllm.sh`")
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("vllm") / "server.log"
     env = os.environ | {
         "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache; the default wants far more than a test needs

@@ -1,5 +1,9 @@
-"""The shape a node registers with: what the router's `POST /admin/nodes` accepts and what
-`quantroute node register` sends after reading the model directory."""
+"""The one description of a node's identity: where a vLLM server is and which deployment it serves.
+
+The other node shapes derive from it instead of copying its fields: the fleet file's `fleet.NodeSpec.identity()`,
+the `node` table (`db.node.NodeRow.from_identity` / `.identity()`) and the router's runtime
+`router.nodes.Node.from_identity` / `.identity()`. It is also what the router's `POST /admin/nodes` accepts and
+what `quantroute node register` sends after reading the model directory."""
 
 from __future__ import annotations
 
@@ -7,8 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field, HttpUrl
 
 from quantroute.tiers import Tier
 
+# What the node serves, besides where it is (url) and who it is (key): the fields every node shape shares.
+SERVED_FIELDS = ("model", "deployment", "tier", "format", "method", "checksum", "hardware", "vram_gb")
 
-class NodeRegistration(BaseModel):
+
+class NodeIdentity(BaseModel):
     """One vLLM server serving one deployment. Sent by the registrar or an operator."""
 
     model_config = ConfigDict(extra="forbid")
@@ -27,3 +34,8 @@ class NodeRegistration(BaseModel):
     @property
     def key(self) -> str:
         return self.node_id or str(self.url).rstrip("/")
+
+    @property
+    def base_url(self) -> str:
+        """The URL as the router uses it: no trailing slash."""
+        return str(self.url).rstrip("/")
