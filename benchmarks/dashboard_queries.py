@@ -19,19 +19,15 @@ import contextlib
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from datetime import timedelta
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from dashboard import queries  # noqa: E402
-from quantroute.clock import utcnow  # noqa: E402
-from quantroute.db import request_log  # noqa: E402
-from quantroute.db.engine import init_db, make_engine  # noqa: E402
-from quantroute.router import requestlog  # noqa: E402
+from quantroute.dashboard import queries
+from quantroute.clock import utcnow
+from quantroute.db import request_log
+from quantroute.db.engine import init_db, make_engine
+from quantroute.router import requestlog
 
 TIERS = [("fp16", "llama3-8b-fp16"), ("fp8", "llama3-8b-fp8-dynamic"), ("int8", "llama3-8b-w8a8-int8"),
          ("int4", "llama3-8b-awq-w4a16")]

@@ -16,26 +16,23 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import altair as alt
 import pandas as pd
 
+from quantroute import capacity
+from quantroute.catalog import load_hardware, load_models
+from quantroute.fleet import Fleet, load_fleet
+from quantroute.loadtest import arms
+from quantroute.loadtest.experiment import CapacityResult, Ladder, run_capacity
+from quantroute.loadtest.mix import tolerant_mix, tolerant_share
+from quantroute.loadtest.stats import Slo
+from quantroute.policy.loader import load_policy
+from quantroute.loadtest.traffic import load_traffic, with_model
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from quantroute import capacity  # noqa: E402
-from quantroute.catalog import load_hardware, load_models  # noqa: E402
-from quantroute.fleet import Fleet, load_fleet  # noqa: E402
-from quantroute.loadtest import arms  # noqa: E402
-from quantroute.loadtest.experiment import CapacityResult, Ladder, run_capacity  # noqa: E402
-from quantroute.loadtest.mix import tolerant_mix, tolerant_share  # noqa: E402
-from quantroute.loadtest.stats import Slo  # noqa: E402
-from quantroute.policy.loader import load_policy  # noqa: E402
-from quantroute.traffic import load_traffic, with_model  # noqa: E402
-
 MODEL = "llama-13b"
 RTX = "rtx-4090"  # data/hardware.yaml key
 LABELS = {"a": "(a) FP16 nodes only", "b": "(b) default tiered policy", "c": "(c) tuned policy",

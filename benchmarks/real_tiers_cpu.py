@@ -27,7 +27,7 @@ from quantroute.launcher.spec import load_real_fleet
 from quantroute.launcher.vllm import running_fleet, vllm_python
 from quantroute.loadtest.runner import LoadTestConfig, run_staircase
 from quantroute.registrar import inspect_model_dir
-from quantroute.traffic import TrafficLine
+from quantroute.loadtest.traffic import TrafficLine
 
 REPO = Path(__file__).resolve().parent.parent
 PROMPT = "Write JSON with name Ada and age 36."

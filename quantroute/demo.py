@@ -35,6 +35,7 @@ import yaml
 from quantroute.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
+DASHBOARD_APP = Path(__file__).resolve().parent / "dashboard" / "app.py"
 ROLES = {"olivia": "operator", "rahul": "reviewer", "ana": "analyst"}
 
 
@@ -200,7 +201,7 @@ def seed_staircase(stack: Stack, *, step_seconds: float = 5.0, staircase: tuple[
     from quantroute.loadtest.runner import LoadTestConfig, run_staircase
     from quantroute.loadtest.stats import Slo
     from quantroute.policy.store import PolicyStore
-    from quantroute.traffic import load_traffic, with_model
+    from quantroute.loadtest.traffic import load_traffic, with_model
 
     engine = make_engine(stack.db_url)
     policy = PolicyStore(stack.dir / "policies", engine).active()
@@ -303,7 +304,7 @@ def demo_stack(runtime: Path, *, dashboard: bool = True, dashboard_port: int | N
                    "QUANTROUTE_DASHBOARD_ADMIN_TOKEN": token,
                    "QUANTROUTE_DASHBOARD_EVAL_RUNS_DIR": str(runtime / "evals")}
             p = stack.procs["dashboard"] = _spawn("dashboard", [
-                py, "-m", "streamlit", "run", str(REPO / "dashboard/app.py"), "--server.headless", "true",
+                py, "-m", "streamlit", "run", str(DASHBOARD_APP), "--server.headless", "true",
                 "--server.port", str(dport), "--server.address", "127.0.0.1",
                 "--browser.gatherUsageStats", "false"], logs, env)
             stack.dashboard_url = f"http://127.0.0.1:{dport}"
@@ -317,7 +318,7 @@ def demo_stack(runtime: Path, *, dashboard: bool = True, dashboard_port: int | N
 
 
 def _traffic_main(router_url: str, path: str, concurrency: int) -> None:
-    from quantroute.traffic import load_traffic, replay
+    from quantroute.loadtest.traffic import load_traffic, replay
 
     async def run() -> None:
         stop = asyncio.Event()

@@ -25,7 +25,8 @@ from pathlib import Path
 import httpx
 import yaml
 
-from quantroute.demo import REPO, _spawn, _stop, _wait_http, create_users, free_port
+from quantroute.demo import DASHBOARD_APP, REPO, _spawn, _stop, _wait_http, create_users
+from quantroute.ports import free_port
 from quantroute.launcher.policy import fleet_policy
 from quantroute.launcher.spec import RealFleet, load_real_fleet
 from quantroute.quantize.spec import RECORD_FILE
@@ -140,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
                                                     str(policies), "--db", db_url, "--router", router_url,
                                                     "--admin-token", token], logs)
         procs["dashboard"] = _spawn("dashboard", [
-            py, "-m", "streamlit", "run", str(REPO / "dashboard/app.py"), "--server.headless", "true",
+            py, "-m", "streamlit", "run", str(DASHBOARD_APP), "--server.headless", "true",
             "--server.port", str(dport), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
             logs, {"QUANTROUTE_DASHBOARD_DB_URL": db_url, "QUANTROUTE_DASHBOARD_POLICIES_DIR": str(policies),
                    "QUANTROUTE_DASHBOARD_ROUTER_URL": router_url, "QUANTROUTE_DASHBOARD_ADMIN_TOKEN": token,

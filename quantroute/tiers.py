@@ -40,3 +40,17 @@ def parse_tier(value: str) -> Tier:
 def at_least(tier: Tier, minimum: Tier) -> bool:
     """True when `tier` is at least as faithful as `minimum`."""
     return tier.rank <= minimum.rank
+
+
+def tiers_at_or_above(tier: Tier, *, ceiling: Tier = Tier.fp16) -> list[Tier]:
+    """Tiers to try for an unpinned request, cheapest first: `tier`, then each more faithful one up to
+    `ceiling`. Never a tier below `tier`."""
+    return [t for t in reversed(TIER_ORDER) if t.rank <= tier.rank and t.rank >= ceiling.rank]
+
+
+def cheapest_served_tier(minimum: Tier, served: set[Tier]) -> Tier | None:
+    """The cheapest tier the model is deployed at that is at least as faithful as `minimum`."""
+    for t in reversed(TIER_ORDER):
+        if t in served and t.rank <= minimum.rank:
+            return t
+    return None

@@ -16,7 +16,7 @@ from quantroute.policy.model import Policy
 
 
 @dataclass(frozen=True)
-class ReplayOutcome:
+class WhatIfOutcome:
     request_id: Any
     active_tier: str
     draft_tier: str
@@ -30,8 +30,8 @@ class ReplayOutcome:
 
 
 @dataclass
-class ReplayReport:
-    outcomes: list[ReplayOutcome] = field(default_factory=list)
+class WhatIfReport:
+    outcomes: list[WhatIfOutcome] = field(default_factory=list)
     skipped: int = 0  # rows the classifier refused (malformed bodies are logged too)
 
     @property
@@ -39,7 +39,7 @@ class ReplayReport:
         return len(self.outcomes)
 
     @property
-    def changed(self) -> list[ReplayOutcome]:
+    def changed(self) -> list[WhatIfOutcome]:
         return [o for o in self.outcomes if o.changed]
 
     def transitions(self) -> Counter[tuple[str, str]]:
@@ -53,10 +53,10 @@ class ReplayReport:
                 "draft": Counter(o.draft_tier for o in self.outcomes)}
 
 
-def replay(active: Policy, draft: Policy, rows: Iterable[tuple[Any, Mapping[str, Any]]]) -> ReplayReport:
+def reclassify(active: Policy, draft: Policy, rows: Iterable[tuple[Any, Mapping[str, Any]]]) -> WhatIfReport:
     """rows: (request id, {"body": {...}, "headers": {...}}) pairs."""
     a, d = compile_policy(active), compile_policy(draft)
-    report = ReplayReport()
+    report = WhatIfReport()
     for rid, payload in rows:
         body, headers = payload.get("body"), payload.get("headers") or {}
         try:
@@ -71,5 +71,5 @@ def replay(active: Policy, draft: Policy, rows: Iterable[tuple[Any, Mapping[str,
             causes = tuple(sorted(n for n in wa.keys() | wd.keys() if wa.get(n) != wd.get(n)))
             if not causes:
                 causes = ("thresholds",)  # same rules, same weights: the score maps to another tier
-        report.outcomes.append(ReplayOutcome(rid, da.tier.value, dd.tier.value, da.score, dd.score, causes))
+        report.outcomes.append(WhatIfOutcome(rid, da.tier.value, dd.tier.value, da.score, dd.score, causes))
     return report

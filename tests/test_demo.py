@@ -14,7 +14,7 @@ from sqlalchemy import text
 from quantroute import demo
 from quantroute.db.engine import make_engine
 from quantroute.policy.store import PolicyStore
-from quantroute.router.admin_client import RouterAdmin, counter_by_label
+from quantroute.admin_client import RouterAdmin, counter_by_label
 from tests.conftest import REPO
 
 

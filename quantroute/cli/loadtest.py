@@ -59,7 +59,7 @@ def loadtest(url, model, traffic_path, prompts_path, max_tokens, staircase, rate
     from quantroute.loadtest.report import steps_table, write_all
     from quantroute.loadtest.runner import LoadTestConfig, run_staircase
     from quantroute.loadtest.stats import Slo
-    from quantroute.traffic import TrafficError, load_traffic, prompts_as_traffic, with_model
+    from quantroute.loadtest.traffic import TrafficError, load_traffic, prompts_as_traffic, with_model
 
     if (traffic_path is None) == (prompts_path is None):
         raise click.UsageError("give exactly one of --traffic FILE or --prompts FILE")

@@ -33,7 +33,7 @@ def _common(fn):
 def _service(policies_dir: str, db_url: str | None, routers: tuple[str, ...], admin_token: str | None):
     from quantroute.db.engine import init_db, make_engine
     from quantroute.policy.store import PolicyStore
-    from quantroute.router.admin_client import RouterAdmin
+    from quantroute.admin_client import RouterAdmin
     from quantroute.rollout.service import RolloutService
 
     engine = make_engine(db_url)

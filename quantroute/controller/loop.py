@@ -29,7 +29,7 @@ from quantroute.db.audit import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout.service import CONTROLLER, RolloutService
-from quantroute.router.admin_client import RouterAdmin
+from quantroute.admin_client import RouterAdmin
 
 log = logging.getLogger("quantroute.controller")
 

@@ -11,7 +11,31 @@ from sqlalchemy import JSON, Column
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from quantroute.clock import utcnow
-from quantroute.loadtest.stats import StepFigures
+
+
+class StepFigures(SQLModel):
+    """The scalar figures of one step: the one description shared by the `loadtest_step` table and the load tester's
+    `loadtest.stats.StepStats` (defined here, with the table, so the DB layer imports nothing above it)."""
+
+    index: int
+    concurrency: int | None = None
+    rate: float | None = None
+    window_s: float
+    requests: int
+    errors: int
+    error_rate: float
+    req_s: float
+    output_tok_s: float
+    ttft_p50_ms: float | None = None
+    ttft_p95_ms: float | None = None
+    itl_p50_ms: float | None = None
+    itl_p95_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    tpot_p95_ms: float | None = None
+    e2e_p50_ms: float | None = None
+    e2e_p95_ms: float | None = None
+    e2e_p99_ms: float | None = None
+    breach: str | None = Field(default=None, description="Why the staircase stopped at this step, with figures")
 
 
 class LoadTestRun(SQLModel, table=True):

@@ -16,9 +16,8 @@ from collections.abc import Iterable
 from quantroute.classify import compile_policy
 from quantroute.fleet import Fleet
 from quantroute.policy.model import DeploymentMeta, Policy, Rule, Threshold, TierSpec
-from quantroute.router.select import cheapest_served_tier
-from quantroute.tiers import Tier
-from quantroute.traffic import TrafficLine
+from quantroute.tiers import Tier, cheapest_served_tier
+from quantroute.loadtest.traffic import TrafficLine
 
 # Why these: greedy decoding is where quantization noise flips the winning token (seed 000), so temperature <= 0.2
 # alone is worth a higher tier; rewriting tasks (summaries, extraction, translation) must stay faithful to a

@@ -32,10 +32,10 @@ from pydantic import BaseModel, Field
 
 from quantroute.fleet import Fleet
 from quantroute.loadtest.arms import top_tier_share
-from quantroute.loadtest.stack import Stack, fleet_stack
+from quantroute.loadtest.stack import FleetStack, fleet_stack
 from quantroute.loadtest.stats import Slo, StepStats, breach, summarize
 from quantroute.policy.model import Policy
-from quantroute.traffic import RequestResult, TrafficLine, replay, units
+from quantroute.loadtest.traffic import RequestResult, TrafficLine, replay, units
 
 
 class Invariants(BaseModel):
@@ -75,7 +75,7 @@ class Ladder(BaseModel):
         return out
 
 
-class Window(BaseModel):
+class MeasuredWindow(BaseModel):
     """One measured window of a step (simulated clock)."""
 
     output_tok_s: float
@@ -90,7 +90,7 @@ class StepResult(BaseModel):
     """One concurrency of the staircase: medians over its windows (simulated clock)."""
 
     concurrency: int
-    windows: list[Window]
+    windows: list[MeasuredWindow]
     output_tok_s: float
     tok_s_by_tier: dict[str, float]
     ttft_p95_ms: float | None
@@ -194,11 +194,11 @@ def _ms(v: float | None, ts: float) -> float | None:
     return None if v is None else v / ts
 
 
-def _window(stats: StepStats, tokens: dict[str, float], node_tier: dict[str, str], ts: float) -> Window:
+def _window(stats: StepStats, tokens: dict[str, float], node_tier: dict[str, str], ts: float) -> MeasuredWindow:
     by_tier: dict[str, float] = defaultdict(float)
     for node, n in tokens.items():
         by_tier[node_tier[node]] += n / stats.window_s * ts
-    return Window(output_tok_s=sum(by_tier.values()), tok_s_by_tier=dict(sorted(by_tier.items())),
+    return MeasuredWindow(output_tok_s=sum(by_tier.values()), tok_s_by_tier=dict(sorted(by_tier.items())),
                   requests=stats.requests, errors=stats.errors, ttft_p95_ms=_ms(stats.ttft_p95_ms, ts),
                   e2e_p95_ms=_ms(stats.e2e_p95_ms, ts))
 
@@ -244,7 +244,7 @@ def verdict(step: StepResult, slo: Slo) -> str | None:
     return breach(med, None, slo)
 
 
-async def climb(stack: Stack, *, name: str, label: str, policy: Policy, traffic: Sequence[TrafficLine],
+async def climb(stack: FleetStack, *, name: str, label: str, policy: Policy, traffic: Sequence[TrafficLine],
                 ladder: Ladder, slo: Slo, time_scale: float) -> CapacityResult:
     """The staircase for one traffic mix on a running stack (see the module docstring)."""
     node_tier = {n.id: n.deployment.tier.value for n in stack.fleet.nodes}
@@ -328,7 +328,7 @@ def run_capacity(fleet: Fleet, policy: Policy, runs: Sequence[tuple[str, str, Se
     sessions = policy.sessions.model_copy(update={"max_wait_ms": int(policy.sessions.max_wait_ms * time_scale)})
     policy = policy.model_copy(update={"sessions": sessions})
 
-    async def go(stack: Stack) -> list[CapacityResult]:
+    async def go(stack: FleetStack) -> list[CapacityResult]:
         return [await climb(stack, name=n, label=lb, policy=policy, traffic=t, ladder=ladder, slo=slo,
                             time_scale=time_scale) for n, lb, t in runs]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 
-from quantroute.traffic import TrafficLine, Unit, units
+from quantroute.loadtest.traffic import TrafficLine, Unit, units
 
 
 def unit_class(unit: Unit) -> str | None:

@@ -10,7 +10,7 @@ from rich.live import Live
 from rich.text import Text
 
 from quantroute.loadtest.stats import StepStats
-from quantroute.traffic import RequestResult
+from quantroute.loadtest.traffic import RequestResult
 
 
 class LiveProgress:

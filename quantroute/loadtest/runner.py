@@ -2,7 +2,7 @@
 after a warm-up, and stop at the first step that breaks an SLO, raises the error rate or adds no throughput
 (seed 003, 7.6).
 
-Each step is a fresh `quantroute.traffic.replay`: warm-up (not measured), the measured window, then a drain in
+Each step is a fresh `quantroute.loadtest.traffic.replay`: warm-up (not measured), the measured window, then a drain in
 which the step's in-flight units finish (bounded; what is left is cut), so one step's queue never leaks into the
 next step's figures.
 """
@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from quantroute.clock import utcnow
 from quantroute.loadtest.stats import Slo, StepStats, breach, summarize
-from quantroute.traffic import RequestResult, TrafficLine, replay
+from quantroute.loadtest.traffic import RequestResult, TrafficLine, replay
 
 
 class LoadTestConfig(BaseModel):

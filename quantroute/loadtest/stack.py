@@ -32,7 +32,7 @@ START_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
-class Stack:
+class FleetStack:
     router_url: str
     fleet: Fleet  # with the ports actually bound
 
@@ -107,7 +107,7 @@ def _child(target, *args) -> Iterator:
 
 @contextlib.contextmanager
 def fleet_stack(fleet: Fleet, policy: Policy, *, time_scale: float = 1.0, seed: int = 0,
-                db_url: str | None = None, **router_settings) -> Iterator[Stack]:
+                db_url: str | None = None, **router_settings) -> Iterator[FleetStack]:
     """Start the fleet, then a router in front of it; both stopped on exit. `router_settings` are
     RouterSettings fields (e.g. node_max_inflight)."""
     with tempfile.TemporaryDirectory(prefix="quantroute-stack-") as tmp:
@@ -122,4 +122,4 @@ def fleet_stack(fleet: Fleet, policy: Policy, *, time_scale: float = 1.0, seed: 
             settings = {"policies_dir": str(policies), "fleet_file": str(fleet_file), "db_url": db_url,
                         "watch_pointer": False, **router_settings}
             with _child(_router_child, settings) as router_url:
-                yield Stack(router_url=router_url, fleet=bound)
+                yield FleetStack(router_url=router_url, fleet=bound)

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 from pydantic import BaseModel, Field
-from sqlmodel import SQLModel
 
-from quantroute.traffic import RequestResult
+from quantroute.db.loadtest import StepFigures
+from quantroute.loadtest.traffic import RequestResult
 
 
 class Slo(BaseModel):
@@ -37,30 +37,6 @@ class ClassStats(BaseModel):
     e2e_p95_ms: float | None
     ttft_p95_ms: float | None
     tiers: dict[str, int]
-
-
-class StepFigures(SQLModel):
-    """The scalar figures of one step: the one description shared by StepStats and the `loadtest_step` table."""
-
-    index: int
-    concurrency: int | None = None
-    rate: float | None = None
-    window_s: float
-    requests: int
-    errors: int
-    error_rate: float
-    req_s: float
-    output_tok_s: float
-    ttft_p50_ms: float | None = None
-    ttft_p95_ms: float | None = None
-    itl_p50_ms: float | None = None
-    itl_p95_ms: float | None = None
-    tpot_p50_ms: float | None = None
-    tpot_p95_ms: float | None = None
-    e2e_p50_ms: float | None = None
-    e2e_p95_ms: float | None = None
-    e2e_p99_ms: float | None = None
-    breach: str | None = Field(default=None, description="Why the staircase stopped at this step, with figures")
 
 
 class StepStats(StepFigures):

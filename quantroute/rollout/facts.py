@@ -16,7 +16,7 @@ from quantroute.db.node import list_nodes
 from quantroute.db.request_log import RequestLog
 from quantroute.policy.model import CanarySpec, Policy
 from quantroute.rollout.checklist import Fact
-from quantroute.router.admin_client import RouterAdmin, RouterUnavailable
+from quantroute.admin_client import RouterAdmin, RouterUnavailable
 from quantroute.rollout.guards import ArmStats, arm_stats
 
 COVERAGE = {"math": ("math",), "code": ("code",), "tool calling/JSON": ("json", "structured"),

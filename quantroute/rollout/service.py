@@ -25,7 +25,7 @@ controller calls for every unfinished rollout on every pass.
 Several actors may act on one rollout at once (a `guards --watch` loop, people on the CLI and the dashboard).
 Each status write is a compare-and-swap on the row's revision; the loser re-reads: a rollback or a guard
 breach is decided again on the fresh row, anything else is refused (`RolloutConflict`) once the phase or step
-moved. So two steps from one state advance once and nothing steps after a rollback (see `traffic.py`)."""
+moved. So two steps from one state advance once and nothing steps after a rollback (see `activation.py`)."""
 
 from __future__ import annotations
 
@@ -43,17 +43,17 @@ from quantroute.policy.model import CanarySpec, Policy
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout import checklist as cl
 from quantroute.db import notification as outbox
-from quantroute.rollout import facts, machine, notify, traffic, versions
+from quantroute.rollout import activation, facts, machine, notify, versions
 from quantroute.rollout.guards import GuardVerdict, Window, evaluate
 from quantroute.rollout.errors import RolloutConflict, RolloutRefused
 from quantroute.rollout.machine import Phase
 from quantroute.rollout.pins import release_candidate_pins
 from quantroute.rollout.status import RolloutStatus
-from quantroute.router.admin_client import RouterAdmin
+from quantroute.admin_client import RouterAdmin
 
 __all__ = ["RolloutConflict", "RolloutRefused", "RolloutService", "RolloutStatus"]  # callers import them here
 
-SYSTEM = traffic.SYSTEM  # author of the policy versions a rollout writes
+SYSTEM = activation.SYSTEM  # author of the policy versions a rollout writes
 GUARD_ACTOR = "rollout-guard"
 CONTROLLER = "controller"  # the actor of everything `quantroute controller` does
 MAX_RACES = 5  # lost compare-and-swaps before an action gives up
@@ -309,20 +309,20 @@ class RolloutService:
         and never activated (a crash or an activation error): activate it. A rollback whose version was overtaken
         by a later activation gets a new version at 0 % (sending traffic back is right whatever happened). Any
         other drift (a person activated another version) is not the controller's to undo."""
-        if traffic.observed(self.store, row):
+        if activation.observed(self.store, row):
             self._observe(row)
             return None
         v_active, want = self.store.active_version(), row.policy_version
         rollback = row.phase in (Phase.rolling_back.value, Phase.rolled_back.value)
         if want is not None and want > v_active:
-            traffic.activate(self.store, row, want, by=by, rollback=rollback)
+            activation.activate(self.store, row, want, by=by, rollback=rollback)
             what = (f"activated policy version {want} ({row.phase} at {row.percent:g}%), written but never "
                     f"activated: version {v_active} was active")
         elif row.phase == Phase.rolling_back.value:
             out = machine.Transition(self._state(row), True, row.message)
-            want, written = traffic.write(self.store, row, out, "reconcile", by)
+            want, written = activation.write(self.store, row, out, "reconcile", by)
             if written:
-                traffic.activate(self.store, row, want, by=by, rollback=True)
+                activation.activate(self.store, row, want, by=by, rollback=True)
             new = db.Rollout(**{**row.model_dump(), "policy_version": want})
             with db_session(self.engine) as s:
                 if not db.swap_rollout(session=s, rollout=new, revision=row.revision):
@@ -341,7 +341,7 @@ class RolloutService:
         return what
 
     def _observe(self, row: db.Rollout) -> bool:
-        if row.policy_version is None or not traffic.observed(self.store, row):
+        if row.policy_version is None or not activation.observed(self.store, row):
             return False
         with db_session(self.engine) as s:
             db.mark_observed(session=s, rollout_id=row.id, version=row.policy_version)  # type: ignore[arg-type]
@@ -503,7 +503,7 @@ class RolloutService:
             return None  # already lost: write no version nobody will serve
         new = db.Rollout(**{**row.model_dump(), **changes})
         v_active = self.store.active_version()
-        v_after, written = traffic.write(self.store, new, out, name, by) if out.traffic else (row.policy_version, False)
+        v_after, written = activation.write(self.store, new, out, name, by) if out.traffic else (row.policy_version, False)
         now = self.clock()
         new.phase, new.step_index, new.percent = out.state.phase.value, out.state.step_index, out.state.percent  # type: ignore[union-attr]
         new.updated_at, new.message, new.policy_version = now, out.message, v_after
@@ -523,9 +523,9 @@ class RolloutService:
             self.after_status_write(new)
         rolling_back = out.state.phase == Phase.rolling_back
         if written:
-            traffic.activate(self.store, new, v_after, by=by, rollback=rolling_back)  # type: ignore[arg-type]
+            activation.activate(self.store, new, v_after, by=by, rollback=rolling_back)  # type: ignore[arg-type]
         if out.traffic:
-            traffic.settle(self.store, self.engine, rollout_id=new.id, revision=new.revision, by=by)  # type: ignore[arg-type]
+            activation.settle(self.store, self.engine, rollout_id=new.id, revision=new.revision, by=by)  # type: ignore[arg-type]
             self._observe(new)
         if rolling_back:
             return self._finish_rollback(new, by)

@@ -20,9 +20,9 @@ DEPLOYMENT_HEADER = "x-quantroute-deployment"  # request header: serve exactly t
 from quantroute.router.errors import BadRequest, NoCapacity, NotFound, SessionPinUnavailable
 from quantroute.router.nodes import NodePool, Node
 from quantroute.router.reload import ActivePolicy
-from quantroute.router.select import cheapest_served_tier, pick_node, tiers_at_or_above
+from quantroute.router.select import pick_node
 from quantroute.router.sessions import Pin, PinStore
-from quantroute.tiers import Tier
+from quantroute.tiers import Tier, cheapest_served_tier, tiers_at_or_above
 
 
 @dataclass(slots=True)

@@ -9,8 +9,6 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from quantroute.tiers import TIER_ORDER, Tier
-
 # A node at 100% KV-cache usage counts as this many extra queued requests.
 KV_PRESSURE_WEIGHT = 8.0
 
@@ -51,16 +49,3 @@ def pick_node(candidates: Sequence[NodeView], *, exclude: frozenset[str] | set[s
         b = ok[-1]
     return a if load(a) <= load(b) else b
 
-
-def tiers_at_or_above(tier: Tier, *, ceiling: Tier = Tier.fp16) -> list[Tier]:
-    """Tiers to try for an unpinned request, cheapest first: `tier`, then each more faithful one up to
-    `ceiling`. Never a tier below `tier`."""
-    return [t for t in reversed(TIER_ORDER) if t.rank <= tier.rank and t.rank >= ceiling.rank]
-
-
-def cheapest_served_tier(minimum: Tier, served: set[Tier]) -> Tier | None:
-    """The cheapest tier the model is deployed at that is at least as faithful as `minimum`."""
-    for t in reversed(TIER_ORDER):
-        if t in served and t.rank <= minimum.rank:
-            return t
-    return None

@@ -20,7 +20,7 @@ from quantroute.db.session_pin import SessionPin
 from quantroute.db.user import User, create_user
 
 REPO = Path(__file__).resolve().parents[2]
-APP = str(REPO / "dashboard" / "app.py")
+APP = str(REPO / "quantroute" / "dashboard" / "app.py")
 PASSWORD = "pw-for-tests"
 USERS = {"olivia": "operator", "rahul": "reviewer", "ana": "analyst"}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
 
-from dashboard.pages import fleet
+from quantroute.dashboard.pages import fleet
 from tests.dashboard.test_pages import page
 
 
@@ -49,7 +49,7 @@ def test_live_on_renders_the_fleet_state_as_a_refreshing_fragment(stack, auto_re
 def test_only_a_new_generation_shows_a_quiescence_deadline():
     from datetime import datetime, timezone
 
-    from dashboard.pages.fleet import nodes_frame
+    from quantroute.dashboard.pages.fleet import nodes_frame
 
     now = datetime.now(timezone.utc).isoformat()
     node = {"key": "n", "deployment": "d", "tier": "int4", "hardware": "a100-80g", "healthy": True,

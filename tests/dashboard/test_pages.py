@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.conftest import APP, PASSWORD, REPO
-from dashboard import actions, queries
+from tests.dashboard.conftest import APP, PASSWORD
+from quantroute.dashboard import actions, queries
 from quantroute.auth import PermissionDenied
 from quantroute.db.engine import session
 from quantroute.db.user import update_user
@@ -17,8 +17,7 @@ from quantroute.policy.store import PolicyStore
 
 def page(module: str, name: str, role: str) -> AppTest:
     at = AppTest.from_string(f"""
-import sys; sys.path.insert(0, {str(REPO)!r})
-from dashboard.pages import {module}
+from quantroute.dashboard.pages import {module}
 {module}.render()
 """, default_timeout=60)
     at.session_state["user"] = {"name": name, "role": role}
@@ -105,7 +104,7 @@ def test_invalid_draft_shows_issue_with_path(stack):
 
 def test_what_if_replay_counts_changes_and_causes(stack):
     engine, policies = stack
-    from dashboard.pages.policy import replay_summary
+    from quantroute.dashboard.pages.policy import replay_summary
 
     active = PolicyStore(policies, engine).active()
     data = policy_to_data(active)
@@ -133,7 +132,7 @@ def test_fleet_queries_aggregate(stack):
 def test_composition_warning():
     import pandas as pd
 
-    from dashboard.pages.fleet import composition_warning
+    from quantroute.dashboard.pages.fleet import composition_warning
 
     share = pd.DataFrame({"tier": ["fp16", "int4"], "share": [0.8, 0.2]})
     assert "fleet-composition" in composition_warning(share, "fp16", 0.7)
@@ -156,7 +155,7 @@ def test_an_unpin_that_misses_a_replica_is_audited_and_reported(stack):
     """Replica a drops the pin, replica b is down: the operator is told which, and the audit says what happened."""
     import httpx
 
-    from quantroute.router.admin_client import RouterAdmin, RouterUnavailable
+    from quantroute.admin_client import RouterAdmin, RouterUnavailable
 
     engine, _ = stack
     deleted = []

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pandas as pd
 import pytest
 
-from dashboard import queries
+from quantroute.dashboard import queries
 from quantroute.clock import utcnow
 from quantroute.router.requestlog import RequestLogWriter
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
-from dashboard import queries
+from quantroute.dashboard import queries
 from quantroute.cli.main import cli
 from quantroute.db import request_log
 from quantroute.clock import utcnow

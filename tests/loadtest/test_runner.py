@@ -11,7 +11,7 @@ from quantroute.loadtest.report import CSV_FIELDS, write_all
 from quantroute.loadtest.runner import LoadTestConfig, run_staircase
 from quantroute.loadtest.stats import Slo
 from quantroute.sim.runner import running_fleet
-from quantroute.traffic import load_traffic
+from quantroute.loadtest.traffic import load_traffic
 
 REPO = Path(__file__).resolve().parents[2]
 CHAT = load_traffic(REPO / "data/traffic/chat-only.jsonl")

@@ -1,5 +1,5 @@
 from quantroute.loadtest.stats import Slo, breach, summarize
-from quantroute.traffic import RequestResult
+from quantroute.loadtest.traffic import RequestResult
 
 
 def res(start, end, tokens=4, status=200, cls="tolerant", tier="int4"):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from quantroute.traffic import TrafficError, load_traffic, parse_traffic, replay, units, with_model
+from quantroute.loadtest.traffic import TrafficError, load_traffic, parse_traffic, replay, units, with_model
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ from quantroute.fleet import parse_fleet
 from quantroute.policy.loader import validate_data
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout import checklist as cl
-from quantroute.router.admin_client import RouterAdmin
+from quantroute.admin_client import RouterAdmin
 from quantroute.rollout.service import RolloutService
 from quantroute.router.app import create_app
 from quantroute.router.settings import RouterSettings

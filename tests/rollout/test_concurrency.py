@@ -20,7 +20,7 @@ from quantroute.db.policy_state import PolicyActivation
 from quantroute.db.request_log import RequestLog
 from quantroute.db.rollout import LIVE_PHASES, Rollout
 from quantroute.policy.store import PolicyStore, read_pointer
-from quantroute.rollout import facts, traffic
+from quantroute.rollout import activation, facts
 from quantroute.rollout.machine import Phase
 from quantroute.rollout.service import RolloutConflict, RolloutRefused, RolloutService
 
@@ -142,7 +142,7 @@ def test_a_step_whose_activation_stalls_past_a_rollback_does_not_stay_in_force(p
     """The hardest order: the step wins its swap, then stalls before activating; the rollback swaps and
     activates; the step's late activation is then overtaken by the rollback's version again (settle)."""
     swapped, rolled_back = threading.Event(), threading.Event()
-    original = traffic.activate
+    original = activation.activate
 
     def slow_for_steps(store_, row, version, *, by, rollback):
         if not rollback:
@@ -150,7 +150,7 @@ def test_a_step_whose_activation_stalls_past_a_rollback_does_not_stay_in_force(p
             rolled_back.wait(30)
         return original(store_, row, version, by=by, rollback=rollback)
 
-    monkeypatch.setattr(traffic, "activate", slow_for_steps)
+    monkeypatch.setattr(activation, "activate", slow_for_steps)
     t, out = in_thread(lambda: progressing.step(MODEL, by="ann"))
     assert swapped.wait(30)
     RolloutService(store).rollback(MODEL, by="ben", reason="stop")

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from quantroute.db.engine import make_engine
-from quantroute.router.admin_client import RouterAdmin, RouterUnavailable, counter_by_label, split_urls
+from quantroute.admin_client import RouterAdmin, RouterUnavailable, counter_by_label, split_urls
 from tests.router.conftest import SENSITIVE, TOKEN, TOLERANT, chat, router_at
 
 

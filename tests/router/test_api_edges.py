@@ -6,8 +6,8 @@ import httpx
 import pytest
 
 from quantroute.router.canary import BASELINE, CANDIDATE, bucket, choose_arm
-from quantroute.router.select import pick_node, tiers_at_or_above
-from quantroute.tiers import Tier
+from quantroute.router.select import pick_node
+from quantroute.tiers import Tier, tiers_at_or_above
 from tests.router.conftest import (INT4, INT4_V2, MODEL, TOKEN, TOLERANT, admin, chat, router_at, set_faults,
                                    write_policy)
 

@@ -33,7 +33,7 @@ from quantroute.launcher.vllm import running_fleet, vllm_python
 from quantroute.policy.store import PolicyStore
 from quantroute.registrar import inspect_model_dir
 from quantroute.rollout.service import RolloutService
-from quantroute.router.admin_client import RouterAdmin
+from quantroute.admin_client import RouterAdmin
 from quantroute.router.settings import RouterSettings
 from quantroute.router.testing import running_router
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import actions, charts, data, fmt, ui
+from quantroute.dashboard import actions, charts, data, fmt, ui
 
 
 def delta_frame(report: dict) -> pd.DataFrame:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts
+from quantroute.dashboard import charts
 from quantroute import capacity as cap
 from quantroute.catalog import load_hardware, load_models
 

@@ -16,7 +16,7 @@ from quantroute.db.engine import session as open_session
 from quantroute.db.session_pin import delete_pin
 from quantroute.policy.model import Policy
 from quantroute.policy.store import PolicyStore
-from quantroute.router.admin_client import RouterAdmin, RouterUnavailable
+from quantroute.admin_client import RouterAdmin, RouterUnavailable
 
 
 @contextmanager

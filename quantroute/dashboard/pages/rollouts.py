@@ -9,7 +9,7 @@ import streamlit as st
 
 from quantroute.rollout.checklist import BY_KEY
 
-from dashboard import actions, charts, data, fmt, ui
+from quantroute.dashboard import actions, charts, data, fmt, ui
 
 GUARD_WINDOW_S = 1800
 FAILED = {"start": "start the rollout", "check_gate": "check the eval gate", "approve": "approve the rollout",

@@ -11,11 +11,11 @@ import pandas as pd
 import streamlit as st
 import yaml
 
-from dashboard import actions, charts, data, fmt, policy_form, ui
+from quantroute.dashboard import actions, charts, data, fmt, policy_form, ui
 from quantroute.policy.diff import diff_policies
 from quantroute.policy.loader import Issue, PolicyValidationError, parse_policy, policy_to_data, validate_data
 from quantroute.policy.model import Policy
-from quantroute.whatif import replay
+from quantroute.whatif import reclassify
 
 
 SECTIONS = ["Edit draft", "History, approve, activate, rollback"]
@@ -67,7 +67,7 @@ def value_text(v) -> str:
 
 def replay_summary(active: Policy, draft: Policy, rows: pd.DataFrame) -> dict:
     """What the page shows after a what-if run (also what the tests check)."""
-    report = replay(active, draft, zip(rows["id"], rows["replay"]))
+    report = reclassify(active, draft, zip(rows["id"], rows["replay"]))
     causes = pd.DataFrame(sorted(report.causes().items(), key=lambda kv: -kv[1]), columns=["rule", "requests"])
     moves = pd.DataFrame([{"from (active)": a, "to (draft)": b, "requests": n}
                           for (a, b), n in report.transitions().most_common()])

@@ -10,7 +10,7 @@ from quantroute.auth import AuthError, authenticate
 from quantroute.db.engine import session as open_session
 from quantroute.db.user import get_user
 
-from dashboard import data
+from quantroute.dashboard import data
 
 
 def _oidc_configured() -> bool:

@@ -1,20 +1,14 @@
-"""Dashboard entry: login, then navigation. Each page is a module in dashboard/pages/ exposing render().
+"""Dashboard entry: login, then navigation. Each page is a module in quantroute/dashboard/pages/ exposing render().
 
-    streamlit run dashboard/app.py      (settings: QUANTROUTE_DASHBOARD_* environment variables)
+    streamlit run quantroute/dashboard/app.py      (settings: QUANTROUTE_DASHBOARD_* environment variables)
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import streamlit as st
 
-# `streamlit run` puts only this directory on sys.path; the package imports need the repository root.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import streamlit as st  # noqa: E402
-
-from dashboard import login  # noqa: E402
-from dashboard.pages import audit, capacity, evals, fleet, policy, rollouts, sessions  # noqa: E402
+from quantroute.dashboard import login
+from quantroute.dashboard.pages import audit, capacity, evals, fleet, policy, rollouts, sessions
 
 st.set_page_config(page_title="quantroute", layout="wide")
 # No "Deploy" button or developer menu for operators, reviewers and analysts, however the app is started
