@@ -23,7 +23,7 @@ from quantroute.router.metrics import RouterMetrics
 from quantroute.router.node_sync import NodeSync, load_nodes
 from quantroute.router.nodes import Node, NodePool, probe_loop
 from quantroute.router.pincommit import PinCommitter
-from quantroute.router.proxy import Forwarder, Outcome
+from quantroute.router.proxy import Forwarder, ForwardResult
 from quantroute.router.reload import PolicyHolder
 from quantroute.router.requestlog import RequestLogWriter
 from quantroute.router.responses import send_error
@@ -178,7 +178,7 @@ class Router:
         raw_headers = scope["headers"]
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers}
         request_id = headers.get("x-request-id") or f"{self._boot}-{next(self._ids)}"
-        out = Outcome()
+        out = ForwardResult()
         route: Route | None = None
         try:
             try:
@@ -204,7 +204,7 @@ class Router:
             self._record(ts, started, request_id, data, route, out, headers)
 
     async def _forward(self, route: Route, path: str, body: bytes, raw_headers, receive, send, started: float,
-                       out: Outcome) -> None:
+                       out: ForwardResult) -> None:
         task = asyncio.current_task()
         state = {"done": False, "gone": False, "moved": False}
 
@@ -268,7 +268,7 @@ class Router:
             h.append((b"x-quantroute-pinned", b"true"))
         return h
 
-    def _record(self, ts, started: float, request_id: str, data, route: Route | None, out: Outcome,
+    def _record(self, ts, started: float, request_id: str, data, route: Route | None, out: ForwardResult,
                 headers: dict) -> None:
         latency_ms = (time.perf_counter() - started) * 1000
         node = out.node or (route.node if route else None)

@@ -109,8 +109,8 @@ class NodePool:
             generation = old.generation if same else old.generation + 1
             if same:
                 started = old.generation_started
-        node = Node.from_identity(reg, speed=speed or 1.0,  # unknown hardware: as fast as the reference; see catalog.speed_for
-                                  max_inflight=self.max_inflight, max_waiting=self.max_waiting,
+        # unknown hardware (speed None): as fast as the reference class; see catalog.speed_for
+        node = Node.from_identity(reg, speed=speed or 1.0, max_inflight=self.max_inflight, max_waiting=self.max_waiting,
                                   generation=generation, generation_started=started)
         if old is not None:
             node.inflight = old.inflight  # requests already on it still finish and release

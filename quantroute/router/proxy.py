@@ -25,7 +25,7 @@ Gate = Callable[[], Awaitable[None]]  # awaited before the first byte of a respo
 
 
 @dataclass(slots=True)
-class Outcome:
+class ForwardResult:
     """What happened upstream, for the request log and metrics."""
 
     status: int = 0
@@ -74,7 +74,7 @@ class Forwarder:
     async def forward(self, *, path: str, body: bytes, headers: list[tuple[bytes, bytes]], first: Node,
                       pick_other: Callable[[set[str]], Node | None], send: Send,
                       response_headers: Callable[[Node], list[tuple[bytes, bytes]]], started: float,
-                      out: Outcome, gate: Gate | None = None) -> None:
+                      out: ForwardResult, gate: Gate | None = None) -> None:
         """Send to `first`; on a retryable failure ask `pick_other(tried)` for another node. `gate` runs once a
         node answered and before anything is sent to the client (a new session's pin is stored meanwhile)."""
         node: Node | None = first
@@ -102,7 +102,7 @@ class Forwarder:
                              code="upstream_timeout" if out.timed_out else None)
 
     async def _attempt(self, node: Node, path: str, body: bytes, headers, send: Send, response_headers,
-                       started: float, out: Outcome, gate: Gate | None) -> bool:
+                       started: float, out: ForwardResult, gate: Gate | None) -> bool:
         """True when a response (any status < 500) went to the client; False to retry elsewhere."""
         try:
             resp = await self.upstream.post(node.url, path, body, headers)
@@ -142,7 +142,7 @@ class Forwarder:
             await resp.aclose()
 
     async def _stream(self, resp, node: Node, ctype: bytes, send: Send, response_headers,
-                      started: float, out: Outcome) -> None:
+                      started: float, out: ForwardResult) -> None:
         out.status = resp.status_code
         out.committed = True
         await send({"type": "http.response.start", "status": resp.status_code,
@@ -173,7 +173,7 @@ class Forwarder:
         if tail:
             out.prompt_tokens, out.completion_tokens = usage_from(tail)
 
-    def _failed(self, node: Node, kind: str, message: str, out: Outcome) -> None:
+    def _failed(self, node: Node, kind: str, message: str, out: ForwardResult) -> None:
         out.error = f"{node.key}: {message}"[:500]
         self.fleet.record_failure(node, message)
         self._count(node, kind)
