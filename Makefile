@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo demo-real bench bench-real bench-peers experiment venv clean
+.PHONY: test lint demo demo-real bench bench-real bench-peers experiment venv clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -18,6 +18,10 @@ venv: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The house rules as checks (configured in pyproject.toml): the import layers of DESIGN.md.
+lint: $(STAMP)
+	$(BIN)/lint-imports
 
 demo: $(STAMP)
 	$(BIN)/python -m quantroute.demo $(DEMO_ARGS)
