@@ -25,7 +25,7 @@ from quantroute.controller.metrics import ControllerMetrics
 from quantroute.controller.settings import ControllerSettings
 from quantroute.db import controller as heartbeat
 from quantroute.db import rollout as rdb
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout.service import CONTROLLER, RolloutService

@@ -13,7 +13,7 @@ import httpx
 from sqlalchemy.engine import Engine
 
 from quantroute.db import notification as outbox
-from quantroute.db.audit import utcnow
+from quantroute.clock import aware, utcnow
 from quantroute.db.engine import session as db_session
 
 
@@ -49,7 +49,7 @@ def _deliver_to(engine: Engine, client: httpx.Client, url: str, backoff: Backoff
     with db_session(engine) as s:
         todo = outbox.undelivered(session=s, url=url, since=now - timedelta(seconds=backoff.max_age_s))
     for note, d in todo:
-        if d is not None and _aware(d.next_at) > now:
+        if d is not None and aware(d.next_at) > now:
             return  # waiting for its retry; later notifications wait behind it (order)
         error = _post(client, url, note.payload)
         with db_session(engine) as s:
@@ -83,8 +83,3 @@ def _post(client: httpx.Client, url: str, payload: dict) -> str | None:
         return None
     return f"HTTP {r.status_code}: {r.text[:200]}"
 
-
-def _aware(dt: datetime) -> datetime:
-    from datetime import timezone
-
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)

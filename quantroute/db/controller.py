@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 from sqlmodel import Field, Session, SQLModel, select
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 
 
 class ControllerHeartbeat(SQLModel, table=True):

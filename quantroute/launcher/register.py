@@ -8,14 +8,14 @@ from pathlib import Path
 import httpx
 
 from quantroute.registrar import build_registration, inspect_model_dir
-from quantroute.registration import NodeRegistration
+from quantroute.node import NodeIdentity
 
 
 class RegistrationError(RuntimeError):
     """The router refused or could not be reached; the message says which and why."""
 
 
-def post_registration(reg: NodeRegistration, *, router_url: str, token: str, timeout: float = 10.0) -> int:
+def post_registration(reg: NodeIdentity, *, router_url: str, token: str, timeout: float = 10.0) -> int:
     """Send `reg` to the router; returns the HTTP status (200 or 201)."""
     url = router_url.rstrip("/") + "/admin/nodes"
     try:
@@ -33,7 +33,7 @@ def post_registration(reg: NodeRegistration, *, router_url: str, token: str, tim
 
 
 def register_artifact(*, model_dir: Path, node_url: str, deployment: str, model: str, hardware: str,
-                      router_url: str, token: str) -> NodeRegistration:
+                      router_url: str, token: str) -> NodeIdentity:
     """Inspect `model_dir` and register the node serving it; the tier is the artifact's, never a name's."""
     reg = build_registration(inspect_model_dir(model_dir), node_url=node_url, deployment=deployment, model=model,
                              hardware=hardware)

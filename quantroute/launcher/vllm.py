@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +20,7 @@ from pathlib import Path
 import httpx
 
 from quantroute.launcher.spec import RealFleet, RealNode
+from quantroute.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "scripts" / "vllm_cli.py"
@@ -52,12 +52,6 @@ def vllm_python(explicit: str | None = None) -> Path:
     if not path.is_file():
         raise LaunchError(f"--python: {path} does not exist; run `bash scripts/setup_vllm.sh` or set ${PYTHON_ENV}")
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def serve_command(python: Path, fleet: RealFleet, node: RealNode, port: int) -> list[str]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError, TimeoutError as PoolTimeout
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.db.session_pin import PinClaims
 
 log = logging.getLogger(__name__)

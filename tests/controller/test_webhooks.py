@@ -15,7 +15,7 @@ import pytest
 
 from quantroute.controller import webhooks
 from quantroute.db import notification as outbox
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.policy.store import PolicyStore
 
