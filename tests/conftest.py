@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from quantroute.db.engine import init_db, make_engine
+from quantroute.ports import free_port as free_port  # re-exported: tests take shared helpers from conftest
 
 REPO = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("QUANTROUTE_TEST_POSTGRES")

@@ -19,7 +19,7 @@ from quantroute.clock import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.policy.store import PolicyStore
 
-from tests.conftest import free_port
+from quantroute.ports import free_port
 from tests.rollout.conftest import MODEL, policy_data, progressing_rollout, write_v1
 
 

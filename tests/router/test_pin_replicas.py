@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from sqlalchemy import text
 
 from quantroute.db.engine import make_engine
-from quantroute.router.testing import free_port
+from quantroute.ports import free_port
 from tests.router.conftest import (INT4, INT4_V2, MODEL, SENSITIVE, TOKEN, TOLERANT, activate_pointer, chat,
                                    router_at, write_policy)
 
