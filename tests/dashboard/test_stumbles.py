@@ -316,7 +316,7 @@ def test_two_run_comparison_frames():
 def test_session_counters_follow_the_filter_in_fidelity_order(stack):
     from datetime import timedelta
 
-    from quantroute.db.audit import utcnow
+    from quantroute.clock import utcnow
     from quantroute.db.session_pin import SessionPin
 
     engine, _ = stack
@@ -336,7 +336,7 @@ def test_session_counters_follow_the_filter_in_fidelity_order(stack):
 def test_requests_routed_by_a_pin_are_counted(stack):
     from datetime import timedelta
 
-    from quantroute.db.audit import utcnow
+    from quantroute.clock import utcnow
     from quantroute.db.request_log import RequestLog
     from quantroute.db.session_pin import SessionPin
 
