@@ -3,7 +3,6 @@ tiers in fidelity order, and the one-sentence outcomes of rollout actions."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any
 
 import pandas as pd
@@ -58,19 +57,6 @@ def by_fidelity(df: pd.DataFrame, col: str = "tier", *then: str) -> pd.DataFrame
         return df
     keyed = df.assign(_rank=df[col].map(tier_rank))
     return keyed.sort_values(["_rank", *then], kind="stable").drop(columns="_rank").reset_index(drop=True)
-
-
-def ago(at: datetime, now: datetime | None = None) -> str:
-    now = now or datetime.now(timezone.utc)
-    at = at if at.tzinfo else at.replace(tzinfo=timezone.utc)
-    s = int((now - at).total_seconds())
-    if s < 60:
-        return f"{max(s, 0)} s ago"
-    if s < 3600:
-        return f"{s // 60} min ago"
-    if s < 86400:
-        return f"{s // 3600} h {s % 3600 // 60} min ago"
-    return f"{s // 86400} d ago"
 
 
 # ---- rollouts --------------------------------------------------------------------------------------------

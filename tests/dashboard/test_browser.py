@@ -192,7 +192,7 @@ def tick(page, keys: list[str]) -> None:
     click(page, "Tick")
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)  # minutes under a loaded machine; ~2 min alone
 def test_operator_reviewer_canary_flow(stack, browser):
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})

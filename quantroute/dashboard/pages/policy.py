@@ -185,7 +185,7 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
 
 def _history(store, active: Policy) -> None:
     hist = store.history()
-    frame = pd.DataFrame([{"version": h.version, "parent": h.parent, "author": h.author,
+    frame = pd.DataFrame([{"version": fmt.version(h.version), "parent": fmt.version(h.parent), "author": h.author,
                            "created": fmt.when(h.created_at), "message": h.message,
                            "approved by": h.approved_by or "", "active": "●" if h.active else "",
                            "known-good": "yes" if h.ever_active else ""} for h in reversed(hist)])
