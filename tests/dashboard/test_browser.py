@@ -246,6 +246,8 @@ def test_operator_reviewer_canary_flow(stack, browser):
     page.get_by_text(f"Rollout of {CANDIDATE} started by olivia").wait_for()
     page.get_by_text("awaiting-approval").first.wait_for()
     no_reprs(page, "rollout started")
+    phase = page.locator('[data-testid="stMetricValue"]').first  # shown whole, not "awaiting-ap…"
+    assert phase.evaluate("e => [e, ...e.querySelectorAll('*')].every(x => x.scrollWidth <= x.clientWidth + 1)")
     assert "passed" in page.get_by_text("gate: run").first.inner_text()
     logout(page)
 

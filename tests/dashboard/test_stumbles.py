@@ -378,3 +378,59 @@ def test_cached_queries_show_a_spinner():
 def test_tables_offer_csv(stack):
     ses = page("sessions", "olivia", "operator")
     assert "Download CSV" in [b.label for b in ses.get("download_button")]
+
+
+# ---- 8. Evals pages: prompts of failing items, two runs side by side; 7. no Deploy button -------------------
+
+def _run(engine, *, candidate: str, passes: dict[str, tuple[bool, bool]]) -> int:
+    """A finished run on the smoke suite: item id -> (baseline passed, candidate passed)."""
+    from quantroute.db import eval as evaldb
+    from quantroute.evals.suite import load_suite
+
+    suite = load_suite("data/evals/smoke.jsonl")
+    cats = {i.id: i.category for i in suite.items}
+    with session(engine) as s:
+        run = evaldb.create_run(session=s, run=evaldb.EvalRun(
+            suite_name=suite.name, suite_path=suite.path, suite_hash=suite.hash, n_items=len(passes),
+            baseline_deployment="llama3-8b-fp16", candidate_deployment=candidate, candidate_tier="int4"))
+        evaldb.add_results(session=s, results=[
+            evaldb.EvalResult(run_id=run.id, item_id=item, category=cats[item], arm=arm, passed=ok,
+                              answer=f"{arm} answer to {item}")
+            for item, (b, c) in passes.items() for arm, ok in (("baseline", b), ("candidate", c))])
+        evaldb.finish_run(session=s, run_id=run.id, status="done")
+        return run.id
+
+
+def test_evals_show_the_prompt_of_failing_items_and_compare_two_runs(stack):
+    from quantroute.evals.suite import load_suite
+
+    engine, _ = stack
+    items = [i for i in load_suite("data/evals/smoke.jsonl").items][:3]
+    a = _run(engine, candidate="int4-before", passes={items[0].id: (True, False), items[1].id: (True, True),
+                                                      items[2].id: (True, False)})
+    b = _run(engine, candidate="int4-after", passes={items[0].id: (True, True), items[1].id: (True, True),
+                                                     items[2].id: (True, False)})
+    at = page("evals", "ana", "analyst")
+    assert not at.exception, at.exception
+    shown = [c.value for c in at.code]
+    assert items[2].last_user_text in "\n".join(shown)  # 8. the prompt, above both answers
+    metric = next(m for m in at.metric if m.label == "overall pass rate (candidate)")
+    assert metric.delta.startswith("-33.3 pts vs baseline")
+    cmp = next(d.value for d in at.dataframe if "B − A (pts)" in d.value.columns)
+    overall = cmp.set_index("category").loc["overall"]
+    assert round(overall["A: Δ vs baseline (pts)"]) == -67 and round(overall["B − A (pts)"]) == 33
+    flips = next(d.value for d in at.dataframe if "A → B" in d.value.columns)
+    assert flips.to_dict("records") == [{"item": items[0].id, "category": items[0].category, "arm": "candidate",
+                                         "A → B": "fail → pass"}]
+    assert {at.selectbox(key="cmp_a").value, at.selectbox(key="cmp_b").value} == {a, b}
+    no_reprs(at)
+
+
+def test_the_app_hides_the_deploy_button():
+    from streamlit import config
+    from streamlit.testing.v1 import AppTest
+
+    from tests.dashboard.conftest import APP
+
+    AppTest.from_file(APP, default_timeout=60).run()
+    assert config.get_option("client.toolbarMode") == "viewer"

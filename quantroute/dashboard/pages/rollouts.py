@@ -157,7 +157,7 @@ def render() -> None:
         except Exception:  # noqa: BLE001 - no rollout of this model yet
             _start(svc, policy)
             continue
-        m = st.columns([3, 2, 2, 2])
+        m = st.columns([4, 2, 2, 2])
         m[0].metric("phase", st_.phase)  # the widest column: "awaiting-approval" must not be cut
         m[1].metric("candidate share", fmt.pct(st_.percent))
         m[2].metric("step", fmt.step_text(st_))
