@@ -34,6 +34,13 @@ def detail_text(detail: dict) -> str:
     return "; ".join(f"{k}: {v if isinstance(v, str) else json.dumps(v)}" for k, v in rest.items())
 
 
+def _versions(before, after) -> str:
+    """"v3 → v4", or just the one that is known ("v3" for an approval of version 3)."""
+    if pd.isna(before) or pd.isna(after):
+        return fmt.version(after) if pd.notna(after) else fmt.version(before) if pd.notna(before) else ""
+    return fmt.change(fmt.version(before), fmt.version(after))
+
+
 def events_frame(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=["at", "who", "action", "outcome", "subject", "policy version", "detail"])
@@ -41,8 +48,7 @@ def events_frame(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "at": df["at"].map(fmt.when), "who": df["actor"], "action": df["action"],
         "outcome": details.map(outcome), "subject": df["subject"],
-        "policy version": [fmt.change(fmt.version(b), fmt.version(a)) if (pd.notna(b) or pd.notna(a)) else ""
-                           for b, a in zip(df["version_before"], df["version_after"])],
+        "policy version": [_versions(b, a) for b, a in zip(df["version_before"], df["version_after"])],
         "detail": details.map(detail_text)})
 
 

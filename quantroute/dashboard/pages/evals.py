@@ -10,6 +10,17 @@ import streamlit as st
 from quantroute.dashboard import actions, charts, data, fmt, ui
 
 
+_RATE = st.column_config.NumberColumn(format="percent")
+_PTS = st.column_config.NumberColumn(format="%+.1f")
+DELTA_COLUMNS = {"baseline": _RATE, "candidate": _RATE, "delta (pts)": _PTS, "CI low": _PTS, "CI high": _PTS,
+                 "McNemar p": st.column_config.NumberColumn(format="%.3f"), "retry base": _RATE,
+                 "retry cand.": _RATE}
+
+
+def _share(x: float | None) -> str:
+    return fmt.DASH if x is None else f"{x:.0%}"
+
+
 def delta_frame(report: dict) -> pd.DataFrame:
     rows = []
     for c in [report["overall"], *report["categories"]]:
@@ -17,7 +28,8 @@ def delta_frame(report: dict) -> pd.DataFrame:
                      "delta (pts)": 100 * c["delta"], "CI low": 100 * c["ci_low"], "CI high": 100 * c["ci_high"],
                      "McNemar p": c["p_value"], "only cand. fails": c["only_cand_fail"],
                      "only base fails": c["only_base_fail"],
-                     "validity base": c.get("base_validity"), "validity cand.": c.get("cand_validity"),
+                     # only JSON/tool items have a validity: "–" elsewhere (a blank cell would read "None")
+                     "validity base": _share(c.get("base_validity")), "validity cand.": _share(c.get("cand_validity")),
                      "retry base": c["base_retry_rate"], "retry cand.": c["cand_retry_rate"]})
     return pd.DataFrame(rows)
 
@@ -28,7 +40,7 @@ def overall_metric(o: dict) -> tuple[str, str, str]:
     draws the arrow from (a text starting with "CI" always got an up arrow, even for a negative interval)."""
     d, lo, hi = 100 * o["delta"], 100 * o["ci_low"], 100 * o["ci_high"]
     return ("overall pass rate (candidate)", f"{o['cand_rate']:.1%}",
-            f"{d:+.1f} pts vs baseline (95 % CI {lo:+.1f} to {hi:+.1f})")
+            f"{d:+.1f} pts vs baseline (95 % CI {lo:+.1f} to {hi:+.1f})")  # the column is wide enough for it
 
 
 def _run_view(view: dict) -> None:
@@ -41,7 +53,7 @@ def _run_view(view: dict) -> None:
         st.markdown(f"- {r['message']}")
     for note in verdict.get("notes", []):
         st.caption(note)
-    m = st.columns(5)
+    m = st.columns([3, 1.3, 2, 1.6, 1])  # wide enough that the CI and the validity pair are not cut
     label, value, delta = overall_metric(o)
     m[0].metric(label, value, delta, delta_arrow="auto" if abs(o["delta"]) > 1e-12 else "off")
     m[1].metric("McNemar p", f"{o['p_value']:.3f}")
@@ -50,7 +62,7 @@ def _run_view(view: dict) -> None:
     m[3].metric("retry rate (cand.)", f"{o['cand_retry_rate']:.1%}", f"base {o['base_retry_rate']:.1%}", delta_color="off")
     m[4].metric("items", o["n"])
     st.altair_chart(charts.eval_categories(charts.category_frame(report)))
-    ui.table(delta_frame(report).round(3), f"eval-run-{run['id']}-categories")
+    ui.table(delta_frame(report).round(3), f"eval-run-{run['id']}-categories", column_config=DELTA_COLUMNS)
     fails = view["failing_only_in_candidate"]
     prompts = data.suite_prompts(run.get("suite_path") or "")
     st.subheader(f"Failing only in the candidate ({len(fails)})")

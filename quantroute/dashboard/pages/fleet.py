@@ -37,19 +37,19 @@ def window_label(minutes: int) -> str:
     return f"{minutes} min"
 
 
-NODE_COLUMNS = {  # short labels and widths: the table fits 1400 px without a horizontal scroll
-    "node": st.column_config.TextColumn("node", width="small"),
-    "deployment": st.column_config.TextColumn("deployment", width="medium"),
-    "tier": st.column_config.TextColumn("tier", width="small"),
-    "hardware": st.column_config.TextColumn("hardware", width="small"),
-    "gen.": st.column_config.NumberColumn("gen.", width="small", help="generation: a re-registered node with a "
+NODE_COLUMNS = {  # widths in px (sum ~880): the table fits the main area of a 1400 px window, no scrolling
+    "node": st.column_config.TextColumn("node", width=95),
+    "deployment": st.column_config.TextColumn("deployment", width=185),
+    "tier": st.column_config.TextColumn("tier", width=45),
+    "hardware": st.column_config.TextColumn("hardware", width=85),
+    "gen.": st.column_config.NumberColumn("gen.", width=45, help="generation: a re-registered node with a "
                                           "different format or checksum is a new generation"),
-    "healthy": st.column_config.CheckboxColumn("healthy", width="small"),
-    "quiescent until": st.column_config.TextColumn("quiescent until", width="medium"),
-    "in-flight": st.column_config.NumberColumn("in-flight", width="small", format="%d"),
-    "waiting": st.column_config.NumberColumn("waiting", width="small", format="%d"),
-    "KV use": st.column_config.ProgressColumn("KV use", min_value=0, max_value=1, format="percent", width="small"),
-    "last error": st.column_config.TextColumn("last error", width="medium"),
+    "healthy": st.column_config.CheckboxColumn("healthy", width=60),
+    "quiescent until": st.column_config.TextColumn("quiescent until", width=105),
+    "in-flight": st.column_config.NumberColumn("in-flight", width=65, format="%d"),
+    "waiting": st.column_config.NumberColumn("waiting", width=60, format="%d"),
+    "KV use": st.column_config.ProgressColumn("KV use", min_value=0, max_value=1, format="percent", width=90),
+    "last error": st.column_config.TextColumn("last error", width=60),
 }
 
 
