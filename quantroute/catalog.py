@@ -1,8 +1,12 @@
-"""Reads the reference tables in data/ (hardware classes, model shapes) into the capacity model's types.
-Kept apart from `quantroute.capacity` so the arithmetic stays free of I/O."""
+"""Reads the reference tables (hardware classes, model shapes) into the capacity model's types.
+Kept apart from `quantroute.capacity` so the arithmetic stays free of I/O.
+
+The tables are package data (`quantroute/data`, the repository's `data/` through a symlink), read through
+importlib.resources so that a wheel installed anywhere finds them; a missing table is an error, never a guess."""
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 import yaml
@@ -10,7 +14,8 @@ from pydantic import ValidationError
 
 from quantroute.capacity import GpuSpec, ModelShape
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+# A wheel is installed unzipped, so the package's data is a real directory that the fleet and sim code can glob.
+DATA_DIR = Path(str(resources.files("quantroute").joinpath("data")))
 
 
 class CatalogError(ValueError):
@@ -59,11 +64,9 @@ REFERENCE_HARDWARE = "a100-80g"
 
 def speed_for(hardware: str, tier: str, data_dir: Path = DATA_DIR) -> float | None:
     """Relative decode speed of a node: memory bandwidth vs the reference hardware class times the format's
-    measured speed-up on this hardware. None when the hardware class (or the table) is unknown."""
-    try:
-        table = load_hardware(data_dir)
-    except (CatalogError, OSError):
-        return None
+    measured speed-up on this hardware. None when the hardware class is unknown; a missing or broken table is a
+    packaging fault and raises CatalogError (it used to give every node 1.0 in a wheel install, silently)."""
+    table = load_hardware(data_dir)
     spec, ref = table.get(hardware), table.get(REFERENCE_HARDWARE)
     if spec is None or ref is None:
         return None

@@ -20,6 +20,19 @@ def _staircase(ctx, param, value: str) -> list[int]:
     return steps
 
 
+def _png_wanted(png: bool | None) -> bool:
+    """Decided before the run, so a missing renderer never costs a finished run its results."""
+    from importlib.util import find_spec
+
+    if find_spec("vl_convert") is not None:
+        return png is not False
+    if png:
+        raise click.UsageError("--png needs vl-convert-python: pip install 'quantroute[png]' (or pass --no-png)")
+    click.echo("note: no PNG chart (vl-convert-python is not installed: pip install 'quantroute[png]'); "
+               "the HTML chart is written", err=True)
+    return False
+
+
 @click.command("loadtest")
 @click.option("--url", required=True, help="Base URL of the router (or one node), without /v1")
 @click.option("--model", required=True, help="Model name sent in every request (replaces the file's)")
@@ -46,11 +59,12 @@ def _staircase(ctx, param, value: str) -> list[int]:
               "deployment the responses named, if only one)")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory for loadtest.json/.csv/.html/.png [data/loadtests/<timestamp>]")
-@click.option("--no-png", is_flag=True, help="Skip the PNG chart")
+@click.option("--png/--no-png", "png", default=None,
+              help="Write the PNG chart (needs the 'png' extra: pip install 'quantroute[png]') [when installed]")
 @click.option("--db", "db_url", default=None, help="Database URL [$DATABASE_URL or sqlite:///data/quantroute.db]")
 @click.option("--no-db", is_flag=True, help="Do not store the run in the database")
 def loadtest(url, model, traffic_path, prompts_path, max_tokens, staircase, rate, step_seconds, warmup_seconds,
-             slo_p95_ms, slo_ttft_p95_ms, max_error_rate, min_gain, deployment, out_dir, no_png, db_url,
+             slo_p95_ms, slo_ttft_p95_ms, max_error_rate, min_gain, deployment, out_dir, png, db_url,
              no_db) -> None:
     """Staircase load test: run each step, stop at the first that breaks an SLO, raises the error rate or adds
     no throughput; write JSON, CSV and a chart; store the run in the database."""
@@ -63,6 +77,7 @@ def loadtest(url, model, traffic_path, prompts_path, max_tokens, staircase, rate
 
     if (traffic_path is None) == (prompts_path is None):
         raise click.UsageError("give exactly one of --traffic FILE or --prompts FILE")
+    png = _png_wanted(png)
     try:
         lines = (with_model(load_traffic(traffic_path), model) if traffic_path
                  else prompts_as_traffic(prompts_path, model=model, max_tokens=max_tokens))
@@ -81,14 +96,14 @@ def loadtest(url, model, traffic_path, prompts_path, max_tokens, staircase, rate
     if result.best:
         console.print(f"highest step within limits: {result.best.load}, {result.best.output_tok_s:.0f} output tok/s")
     out_dir = out_dir or Path("data/loadtests") / utcnow().strftime("%Y%m%dT%H%M%SZ")
-    paths = write_all(result, out_dir, png=not no_png)
+    paths = write_all(result, out_dir, png=png)
     console.print("wrote " + ", ".join(str(p) for p in paths.values()))
     if not no_db:
-        from quantroute.db.engine import init_db, make_engine, session
+        from quantroute.cli.database import open_engine
+        from quantroute.db.engine import session
         from quantroute.db.loadtest import save_result
 
-        engine = make_engine(db_url)
-        init_db(engine)
+        engine = open_engine(db_url)
         with session(engine) as s:
             run = save_result(session=s, result=result, out_dir=str(out_dir))
             s.commit()

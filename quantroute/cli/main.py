@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "user": "quantroute.cli.user:user",
     "quantize": "quantroute.cli.quantize:quantize",
     "fleet": "quantroute.cli.fleet:fleet",
+    "dashboard": "quantroute.cli.dashboard:dashboard",
 }
 
 

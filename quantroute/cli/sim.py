@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from quantroute import capacity as cap
-from quantroute.catalog import load_hardware, load_models
+from quantroute.catalog import DATA_DIR, load_hardware, load_models
 from quantroute.fleet import Fleet, FleetError, load_fleet
 from quantroute.sim.quality import DEFAULT_SUITES
 
@@ -39,7 +39,8 @@ async def _serve(server) -> None:
 
 
 @click.command("sim")
-@click.option("--fleet", "fleet_path", default="data/fleet.yaml", show_default=True, type=click.Path(dir_okay=False))
+@click.option("--fleet", "fleet_path", default=str(DATA_DIR / "fleet.yaml"), show_default="the packaged data/fleet.yaml",
+              type=click.Path(dir_okay=False))
 @click.option("--time-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
               help="wall seconds per simulated second (0.01 = 100x faster, same ratios)")
 @click.option("--suites", default=DEFAULT_SUITES, show_default="data/evals/*.jsonl",

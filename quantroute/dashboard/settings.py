@@ -8,6 +8,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from quantroute.catalog import DATA_DIR
+
 
 class DashboardSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="QUANTROUTE_DASHBOARD_", extra="ignore", frozen=True)
@@ -18,6 +20,6 @@ class DashboardSettings(BaseSettings):
         "Base URL of the router's admin API, e.g. http://127.0.0.1:8080; replicas comma-separated (reads merge "
         "their views, an unpin reaches every replica's cache)"))
     admin_token: str | None = Field(default=None, description="The router's admin bearer token")
-    eval_suite: Path = Path("data/evals/smoke.jsonl")
+    eval_suite: Path = DATA_DIR / "evals" / "smoke.jsonl"  # packaged, so an installed dashboard finds it
     eval_runs_dir: Path = Path("data/evals/runs")
     cache_ttl_s: float = Field(default=5.0, gt=0, description="How long query results are reused")
