@@ -18,8 +18,18 @@ PG_URL = os.environ.get("QUANTROUTE_TEST_POSTGRES")
 
 
 @pytest.fixture
-def sqlite_url(tmp_path: Path) -> str:
+def fresh_sqlite_url(tmp_path: Path) -> str:
+    """A SQLite file with no schema yet."""
     return f"sqlite:///{tmp_path / 'quantroute.db'}"
+
+
+@pytest.fixture
+def sqlite_url(fresh_sqlite_url: str) -> str:
+    """A SQLite file at the current schema, as `quantroute db upgrade` leaves it."""
+    eng = make_engine(fresh_sqlite_url)
+    init_db(eng)
+    eng.dispose()
+    return fresh_sqlite_url
 
 
 @pytest.fixture

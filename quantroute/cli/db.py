@@ -13,11 +13,16 @@ def db() -> None:
 @db.command()
 @click.option("--db", "db_url", default=None, help="database URL (default $DATABASE_URL or sqlite:///data/quantroute.db)")
 def upgrade(db_url: str | None) -> None:
-    """Create or upgrade the schema to the newest revision of every branch."""
+    """Create or upgrade the schema to the newest revision of every branch (run once per release, before the
+    other processes: they refuse a schema that is not theirs). Concurrent upgrades wait for each other."""
     from quantroute.db.engine import database_url, init_db, make_engine
+    from quantroute.db.schema import db_revisions
 
-    init_db(make_engine(db_url))
-    click.echo(f"schema up to date: {database_url(db_url).split('@')[-1]}")
+    engine = make_engine(db_url)
+    init_db(engine)
+    click.echo(f"schema up to date: {database_url(db_url).split('@')[-1]} at "
+               f"{', '.join(sorted(db_revisions(engine) or []))}")
+    engine.dispose()
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -55,8 +60,9 @@ def prune(older_than: str, rollup_older_than: str | None, batch: int, dry_run: b
     from datetime import timedelta
 
     from quantroute.db import audit, request_log, request_stats
+    from quantroute.cli.database import open_engine
     from quantroute.clock import utcnow
-    from quantroute.db.engine import database_url, init_db, make_engine
+    from quantroute.db.engine import database_url
     from quantroute.db.engine import session as db_session
 
     raw_s = parse_age(older_than, "--older-than")
@@ -67,8 +73,7 @@ def prune(older_than: str, rollup_older_than: str | None, batch: int, dry_run: b
     if roll_s is not None and roll_s < raw_s:
         raise click.BadParameter(f"{rollup_older_than!r} is shorter than --older-than {older_than!r}: the rollup "
                                  "would lose minutes whose raw rows are kept", param_hint="--rollup-older-than")
-    engine = make_engine(db_url)
-    init_db(engine)
+    engine = open_engine(db_url)
     now = utcnow()
     raw_cut = now - timedelta(seconds=raw_s)
     where = database_url(db_url).split("@")[-1]

@@ -24,11 +24,9 @@ def _console() -> Console:
 
 
 def _engine(db_url: str | None):
-    from quantroute.db.engine import init_db, make_engine
+    from quantroute.cli.database import open_engine
 
-    engine = make_engine(db_url)
-    init_db(engine)
-    return engine
+    return open_engine(db_url)
 
 
 def _policy(policy_file: str | None, policies_dir: str, engine, console: Console) -> Any | None:

@@ -1,4 +1,4 @@
-"""`quantroute policy ...`: validate, explain, version, diff, approve, activate, roll back."""
+"""`quantroute policy ...`: validate, explain, version, diff, approve, activate, roll back, import, verify."""
 
 from __future__ import annotations
 
@@ -24,12 +24,10 @@ def _env(name: str, default: str) -> str:
 
 
 def _store(policies_dir: str, db_url: str | None):
-    from quantroute.db.engine import init_db, make_engine
+    from quantroute.cli.database import open_engine
     from quantroute.policy.store import PolicyStore
 
-    engine = make_engine(db_url)
-    init_db(engine)
-    return PolicyStore(Path(policies_dir), engine)
+    return PolicyStore(Path(policies_dir), open_engine(db_url))
 
 
 def _fail(message: str) -> None:
@@ -241,6 +239,41 @@ def history(policies_dir: str, db_url: str | None) -> None:
 @DB_OPT
 @_guard
 def show(version: int | None, policies_dir: str, db_url: str | None) -> None:
-    """Print a version's YAML (default: the active one)."""
+    """Print a version's YAML as stored in the database (default: the active one)."""
     store = _store(policies_dir, db_url)
-    click.echo(store.path(version or store.active_version()).read_text(encoding="utf-8"))
+    click.echo(store.text(version or store.active_version()))
+
+
+@policy.command("import")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--by", required=True, help="who imports (the audit event's actor), e.g. the CI job")
+@DIR_OPT
+@DB_OPT
+@_guard
+def import_cmd(directory: Path, by: str, policies_dir: str, db_url: str | None) -> None:
+    """Store the policy-NNNN.yaml files of DIRECTORY that the database does not hold yet (GitOps: versions kept
+    in git). A file whose version is stored with another content hash is refused: versions are immutable.
+    Exit 1 when any file was refused. Importing stores versions; activating them stays a separate step."""
+    results = _store(policies_dir, db_url).import_dir(directory, by=by)
+    if not results:
+        _fail(f"no policy-NNNN.yaml files in {directory}")
+    for r in results:
+        click.echo(f"{r.path.name}: {r.outcome}" + (f" ({r.detail})" if r.outcome == "refused" else ""))
+    if any(r.outcome == "refused" for r in results):
+        sys.exit(1)
+
+
+@policy.command()
+@DIR_OPT
+@DB_OPT
+@_guard
+def verify(policies_dir: str, db_url: str | None) -> None:
+    """Compare the policy files with the database: report files edited by hand or never imported (exit 1)."""
+    store = _store(policies_dir, db_url)
+    store.versions()
+    problems = store.drift()
+    for p in problems:
+        click.echo(p)
+    if problems:
+        sys.exit(1)
+    click.echo(f"{policies_dir}: every file matches the database")

@@ -31,13 +31,12 @@ def _common(fn):
 
 
 def _service(policies_dir: str, db_url: str | None, routers: tuple[str, ...], admin_token: str | None):
-    from quantroute.db.engine import init_db, make_engine
+    from quantroute.cli.database import open_engine
     from quantroute.policy.store import PolicyStore
     from quantroute.admin_client import RouterAdmin
     from quantroute.rollout.service import RolloutService
 
-    engine = make_engine(db_url)
-    init_db(engine)
+    engine = open_engine(db_url)
     router = None
     if routers:
         if not admin_token:

@@ -32,7 +32,11 @@ def router(no_db: bool, log_level: str, workers: int, **opts) -> None:
     settings = RouterSettings(**{k: v for k, v in opts.items() if v is not None})
     click.echo(f"quantroute router on http://{settings.host}:{settings.port} "
                f"(policies {settings.policies_dir}, fleet {settings.fleet_file or '-'}, workers {workers})", err=True)
+    from quantroute.db.schema import SchemaMismatchError
+
     try:
         serve(settings, workers=workers, use_db=not no_db, log_level=log_level)
     except WorkersNeedDatabase as e:
         raise click.UsageError(str(e)) from None
+    except SchemaMismatchError as e:
+        raise click.ClickException(str(e)) from None

@@ -10,11 +10,9 @@ ROLES = ("operator", "reviewer", "analyst")
 
 
 def _engine(db_url: str | None):
-    from quantroute.db.engine import init_db, make_engine
+    from quantroute.cli.database import open_engine
 
-    engine = make_engine(db_url)
-    init_db(engine)
-    return engine
+    return open_engine(db_url)
 
 
 @click.group()

@@ -25,11 +25,10 @@ def settings() -> DashboardSettings:
 
 @st.cache_resource(show_spinner=False)
 def _engine(db_url: str | None) -> Engine:
-    from quantroute.db.engine import init_db, make_engine
+    from quantroute.db.engine import make_engine, require_schema
 
-    engine = make_engine(db_url)
-    init_db(engine)  # the dashboard may be the first thing to touch a fresh database
-    return engine
+    # `quantroute db upgrade` creates the schema; a dashboard on a schema that is not its own refuses to start.
+    return require_schema(make_engine(db_url))
 
 
 def engine() -> Engine:

@@ -10,7 +10,6 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
 
 DEFAULT_URL = "sqlite:///data/quantroute.db"
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 
 def database_url(explicit: str | None = None) -> str:
@@ -48,19 +47,25 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
 
 
 def alembic_config(engine: Engine):
-    from alembic.config import Config
+    from quantroute.db.schema import alembic_config
 
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    cfg.attributes["engine"] = engine
-    return cfg
+    return alembic_config(engine)
 
 
 def init_db(engine: Engine) -> None:
-    """Create or upgrade the schema to every head (each feature area is its own migration branch)."""
-    from alembic import command
+    """Create or upgrade the schema to every head (each feature area is its own migration branch), under the
+    migration lock. Only `quantroute db upgrade`, the demo and test set-ups call it; processes call `require_schema`."""
+    from quantroute.db.schema import upgrade
 
-    command.upgrade(alembic_config(engine), "heads")
+    upgrade(engine)
+
+
+def require_schema(engine: Engine) -> Engine:
+    """Raise SchemaMismatchError unless the database is at exactly this code's revisions; returns the engine."""
+    from quantroute.db.schema import check
+
+    check(engine)
+    return engine
 
 
 def session(engine: Engine) -> Session:

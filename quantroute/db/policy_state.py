@@ -1,14 +1,30 @@
-"""Observed state of policy versions (the YAML files are the desired state and never change):
-who approved which version, and the history of activations. The newest activation is the active
-version as every router replica sees it; the pointer file in policies/ mirrors it for file watchers."""
+"""Policy versions in the database: their content (immutable, the source of truth for every replica on any
+host; the YAML files in policies/ mirror it), who approved which version, and the history of activations. The
+newest activation is the active version as every router replica sees it; the pointer file mirrors it."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from sqlalchemy import Column, Text
 from sqlmodel import Field, Session, SQLModel, select
 
 from quantroute.clock import utcnow
+
+
+class PolicyVersionRow(SQLModel, table=True):
+    """One version's YAML exactly as written, with its canonical content hash; never updated."""
+
+    __tablename__ = "policy_version"
+    version: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    parent: int | None = None
+    author: str
+    message: str = ""
+    created_at: datetime
+    content: str = Field(sa_column=Column(Text, nullable=False))
+    content_hash: str
+    stored_at: datetime = Field(default_factory=utcnow)
+    stored_by: str  # the author for `policy new`, the importer for `policy import`
 
 
 class PolicyApproval(SQLModel, table=True):
@@ -45,3 +61,15 @@ def active_version(session: Session) -> int | None:
 
 def activations(session: Session, *, limit: int = 200) -> list[PolicyActivation]:
     return list(session.exec(select(PolicyActivation).order_by(PolicyActivation.id.desc()).limit(limit)))
+
+
+def version_row(session: Session, version: int) -> PolicyVersionRow | None:
+    return session.get(PolicyVersionRow, version)
+
+
+def version_numbers(session: Session) -> list[int]:
+    return list(session.exec(select(PolicyVersionRow.version).order_by(PolicyVersionRow.version)))
+
+
+def version_rows(session: Session) -> list[PolicyVersionRow]:
+    return list(session.exec(select(PolicyVersionRow).order_by(PolicyVersionRow.version)))

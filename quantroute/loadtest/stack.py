@@ -64,6 +64,10 @@ def _router_child(settings_data: dict, conn) -> None:
 
     try:
         settings = RouterSettings(**settings_data)
+        if settings.db_url is not None:  # a harness stands in for `quantroute db upgrade`
+            from quantroute.db.engine import init_db, make_engine
+
+            init_db(make_engine(settings.db_url))
         with running_router(settings, use_db=settings.db_url is not None) as url:
             conn.send(url)
             conn.recv()

@@ -1,11 +1,16 @@
-"""The versioned policy store: immutable `policy-NNNN.yaml` files plus their state in the database.
+"""The versioned policy store: immutable policy versions in the database, mirrored as `policy-NNNN.yaml` files.
 
-Files are desired state and are never rewritten. Approvals and activations are observed state (DB). The
-active version is the newest `policy_activation` row; a pointer file `<dir>/active` mirrors it, replaced
-atomically, so a router on the same host reloads on a file event and replicas elsewhere poll the DB."""
+The database holds each version's content (author, parent, message, canonical hash), so router replicas on any
+host, each with its own policies directory, load the same versions. The files are the human-readable,
+reviewable form: written for every version, importable (`quantroute policy import DIR`, for policies kept in
+git). A file whose content does not hash to its version's stored hash was edited by hand: it is reported, never
+loaded. Approvals and activations are observed state (DB). The active version is the newest `policy_activation`
+row; a pointer file `<dir>/active` mirrors it, replaced atomically, so a router on the same host reloads on a
+file event and replicas elsewhere poll the DB."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import tempfile
@@ -14,13 +19,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from quantroute.db import audit
-from quantroute.db.policy_state import PolicyActivation, PolicyApproval, active_version, approval_of
-from quantroute.policy.loader import (Issue, PolicyValidationError, canonical_hash, dump_policy, load_policy,
+from quantroute.db.policy_state import (PolicyActivation, PolicyApproval, PolicyVersionRow, active_version,
+                                        approval_of, version_numbers, version_row, version_rows)
+from quantroute.policy.loader import (Issue, PolicyValidationError, canonical_hash, dump_policy, parse_policy,
                                       policy_to_data, validate_data)
 from quantroute.policy.model import Policy
+
+log = logging.getLogger(__name__)
 
 FILE_RE = re.compile(r"^policy-(\d{4,})\.yaml$")
 POINTER = "active"
@@ -47,8 +56,43 @@ class VersionInfo:
     ever_active: bool
 
 
+@dataclass(frozen=True)
+class ImportResult:
+    """What `import_dir` did with one file: imported, unchanged (already stored, same hash) or refused (why)."""
+
+    version: int
+    path: Path
+    outcome: str
+    detail: str = ""
+
+
 def version_file(directory: Path, version: int) -> Path:
     return directory / f"policy-{version:04d}.yaml"
+
+
+def file_versions(directory: Path) -> list[tuple[int, Path]]:
+    if not directory.is_dir():
+        return []
+    return sorted((int(m.group(1)), p) for p in directory.iterdir() if (m := FILE_RE.match(p.name)))
+
+
+def content_hash_of(policy: Policy) -> str:
+    return canonical_hash(policy_to_data(policy))
+
+
+def text_hash(text: str, source: str) -> str | None:
+    """The canonical hash of a policy file's content; None when it is not a valid policy (so it matches nothing)."""
+    try:
+        return content_hash_of(parse_policy(text, source))
+    except PolicyValidationError:
+        return None
+
+
+def default_policy_text() -> str:
+    """The shipped default policy (version 1), packaged with the reference data."""
+    from quantroute.catalog import DATA_DIR
+
+    return (DATA_DIR / "default-policy.yaml").read_text(encoding="utf-8")
 
 
 class PolicyStore:
@@ -63,35 +107,48 @@ class PolicyStore:
     # ---- reading
 
     def versions(self) -> list[int]:
-        if not self.dir.is_dir():
-            return []
-        return sorted(int(m.group(1)) for p in self.dir.iterdir() if (m := FILE_RE.match(p.name)))
+        self.seed()
+        with Session(self.engine) as s:
+            return version_numbers(s)
 
     def path(self, version: int) -> Path:
         return version_file(self.dir, version)
 
+    def row(self, version: int) -> PolicyVersionRow:
+        with Session(self.engine) as s:
+            row = version_row(s, version)
+        if row is None:
+            self.seed()
+            with Session(self.engine) as s:
+                row = version_row(s, version)
+        if row is None:
+            raise PolicyStoreError(f"no policy version {version} in the database (have: {self._have()})")
+        return row
+
     def load(self, version: int) -> Policy:
-        path = self.path(version)
-        if not path.exists():
-            raise PolicyStoreError(f"no policy version {version} in {self.dir} (have: {self._have()})")
-        policy = load_policy(path)
+        """The version's content from the database (never from its file), mirrored to its file if absent."""
+        row = self.row(version)
+        policy = parse_policy(row.content, f"policy version {version} (database)")
         if policy.version != version:
-            raise PolicyValidationError(str(path), [Issue("version", f"is {policy.version} but the file name says {version}")])
+            raise PolicyValidationError(f"policy version {version}",
+                                        [Issue("version", f"is {policy.version} but it is stored as {version}")])
+        self.mirror(row)
         return policy
 
+    def text(self, version: int) -> str:
+        return self.row(version).content
+
     def active_version(self) -> int:
-        """The DB's newest activation; else the pointer file; else the lowest version on disk (bootstrap)."""
+        """The DB's newest activation; else the pointer file (if it names a stored version); else the lowest."""
         with Session(self.engine) as s:
             v = active_version(s)
         if v is not None:
             return v
-        pointed = read_pointer(self.pointer_path)
-        if pointed is not None:
-            return pointed
         have = self.versions()
         if not have:
-            raise PolicyStoreError(f"no policy versions in {self.dir}")
-        return have[0]
+            raise PolicyStoreError(f"no policy versions in the database or in {self.dir}")
+        pointed = read_pointer(self.pointer_path)
+        return pointed if pointed in have else have[0]
 
     def active(self) -> Policy:
         return self.load(self.active_version())
@@ -101,50 +158,138 @@ class PolicyStore:
         with Session(self.engine) as s:
             approvals = {a.version: a.approved_by for a in s.exec(select(PolicyApproval))}
             ever = {a.version for a in s.exec(select(PolicyActivation))}
+            rows = version_rows(s)
+        return [VersionInfo(r.version, r.parent, r.author, r.created_at, r.message, r.content_hash,
+                            approvals.get(r.version), r.version == current, r.version in ever or r.version == current)
+                for r in rows]
+
+    def drift(self) -> list[str]:
+        """Files in the directory that are not what the database holds: edited by hand, or never imported."""
+        with Session(self.engine) as s:
+            stored = {r.version: r for r in version_rows(s)}
         out = []
-        for v in self.versions():
-            p = self.load(v)
-            out.append(VersionInfo(v, p.parent, p.author, p.created_at, p.message,
-                                   p.content_hash or canonical_hash(policy_to_data(p)), approvals.get(v),
-                                   v == current, v in ever or v == current))
+        for v, path in file_versions(self.dir):
+            row = stored.get(v)
+            if row is None:
+                out.append(f"{path}: version {v} is not in the database (import it: quantroute policy import)")
+                continue
+            text = path.read_text(encoding="utf-8")
+            if text != row.content and text_hash(text, str(path)) != row.content_hash:
+                out.append(f"{path}: does not match version {v} in the database ({row.content_hash[:19]}...): "
+                           "edited by hand; it is ignored (write a new version instead)")
         return out
+
+    # ---- the files mirror the database
+
+    def mirror(self, row: PolicyVersionRow) -> None:
+        """Write a version's file when it is missing. A file that differs is reported and left alone: it is
+        evidence of a hand edit, and it is never loaded."""
+        path = self.path(row.version)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            try:
+                _write_exclusive(path, row.content)
+            except FileExistsError:
+                pass  # another process mirrored it meanwhile
+            except OSError as e:
+                log.warning("cannot mirror policy version %d to %s: %s", row.version, path, e)
+            return
+        except OSError as e:
+            log.warning("cannot read %s: %s", path, e)
+            return
+        if text != row.content and text_hash(text, str(path)) != row.content_hash:
+            log.warning("%s does not match policy version %d in the database: edited by hand? The file is ignored; "
+                        "the database's content is used", path, row.version)
+
+    def seed(self) -> list[int]:
+        """An empty database takes the directory's files (the layout before versions moved into the database),
+        or, with no files either, the packaged default as version 1. Returns the versions stored."""
+        with Session(self.engine) as s:
+            if version_numbers(s):
+                return []
+        if file_versions(self.dir):
+            return [r.version for r in self.import_dir(self.dir, by="bootstrap") if r.outcome == "imported"]
+        text = default_policy_text()
+        policy = parse_policy(text, "packaged default policy")
+        self._insert(policy, text, by="bootstrap", action="policy.import", subject="packaged default")
+        self.mirror(self.row(policy.version))
+        return [policy.version]
 
     # ---- writing
 
+    def _insert(self, policy: Policy, text: str, *, by: str, action: str, subject: str) -> bool:
+        """Store one version (and its audit event). False when the number is taken (nothing overwritten)."""
+        row = PolicyVersionRow(version=policy.version, parent=policy.parent, author=policy.author,
+                               message=policy.message, created_at=policy.created_at, content=text,
+                               content_hash=content_hash_of(policy), stored_by=by)
+        with Session(self.engine) as s:
+            s.add(row)
+            audit.record(s, actor=by, action=action, subject=subject, version_before=policy.parent,
+                         version_after=policy.version, detail={"message": policy.message,
+                                                               "content_hash": row.content_hash})
+            try:
+                s.commit()
+            except IntegrityError:
+                s.rollback()
+                return False
+        return True
+
     def new(self, *, parent: int | None, author: str, message: str, policy: Policy) -> int:
-        """Write `policy` as the next version. Exclusive: a concurrent writer of the same number loses cleanly."""
+        """Store `policy` as the next version and write its file. A concurrent writer of the same number loses
+        cleanly (the database's primary key decides, on any host)."""
         if not author.strip():
             raise PolicyStoreError("author is required")
-        if parent is not None and parent not in self.versions():
-            raise PolicyStoreError(f"parent version {parent} does not exist (have: {self._have()})")
         have = self.versions()
+        if parent is not None and parent not in have:
+            raise PolicyStoreError(f"parent version {parent} does not exist (have: {self._have()})")
         version = (have[-1] + 1) if have else 1
         stamped = policy.model_copy(update={"version": version, "parent": parent, "author": author,
                                             "message": message, "created_at": datetime.now(timezone.utc),
                                             "content_hash": None})
         # Re-validate the whole document: model_copy skips validation.
         validate_data(policy_to_data(stamped), source=f"policy-{version:04d}")
-        self.dir.mkdir(parents=True, exist_ok=True)
-        target = self.path(version)
-        fd, tmp = tempfile.mkstemp(prefix=".policy-", suffix=".tmp", dir=self.dir)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(dump_policy(stamped))
-                fh.flush()
-                os.fsync(fh.fileno())
-            try:
-                os.link(tmp, target)  # atomic and exclusive: fails if the number was taken meanwhile
-            except FileExistsError:
-                raise PolicyConflictError(
-                    f"policy version {version} was written by someone else meanwhile; nothing was overwritten. "
-                    f"Start again from the newest version ({self.versions()[-1]}).") from None
-        finally:
-            os.unlink(tmp)
-        with Session(self.engine) as s:
-            audit.record(s, actor=author, action="policy.new", subject=target.name, version_before=parent,
-                         version_after=version, detail={"message": message})
-            s.commit()
+        text = dump_policy(stamped)
+        if not self._insert(stamped, text, by=author, action="policy.new", subject=self.path(version).name):
+            raise PolicyConflictError(
+                f"policy version {version} was written by someone else meanwhile; nothing was overwritten. "
+                f"Start again from the newest version ({self.versions()[-1]}).")
+        self.mirror(self.row(version))
         return version
+
+    def import_dir(self, directory: str | Path, *, by: str) -> list[ImportResult]:
+        """Store every `policy-NNNN.yaml` of `directory` the database does not hold yet (GitOps: the files live in
+        git). A file whose version is stored with another hash is refused: versions are immutable."""
+        results: list[ImportResult] = []
+        for v, path in file_versions(Path(directory)):
+            text = path.read_text(encoding="utf-8")
+            try:
+                policy = parse_policy(text, str(path))
+            except PolicyValidationError as e:
+                results.append(ImportResult(v, path, "refused", str(e)))
+                continue
+            if policy.version != v:
+                results.append(ImportResult(v, path, "refused", f"the file says version {policy.version}"))
+                continue
+            results.append(self._import_one(policy, text, path, by=by))
+        return results
+
+    def _import_one(self, policy: Policy, text: str, path: Path, *, by: str) -> ImportResult:
+        v, h = policy.version, content_hash_of(policy)
+        with Session(self.engine) as s:
+            existing = version_row(s, v)
+            have = set(version_numbers(s))
+        if existing is None and policy.parent is not None and policy.parent not in have:
+            return ImportResult(v, path, "refused", f"its parent version {policy.parent} is not in the database")
+        if existing is None and self._insert(policy, text, by=by, action="policy.import", subject=str(path)):
+            self.mirror(self.row(v))
+            return ImportResult(v, path, "imported", h)
+        existing = existing or self.row(v)
+        if existing.content_hash == h:
+            return ImportResult(v, path, "unchanged", h)
+        return ImportResult(v, path, "refused",
+                            f"version {v} is stored with hash {existing.content_hash[:19]}..., the file hashes to "
+                            f"{h[:19]}...: versions are immutable (edited by hand? write a new version instead)")
 
     def approve(self, version: int, *, by: str, comment: str = "", actor: str | None = None) -> None:
         """`by` approves `version`. `actor`: who acted when that is not `by` (an implicit approval, covered by
@@ -231,3 +376,17 @@ def write_pointer(path: Path, version: int) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def _write_exclusive(path: Path, text: str) -> None:
+    """Write a whole file or nothing, and never over an existing one (FileExistsError)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".policy-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.link(tmp, path)  # atomic and exclusive
+    finally:
+        os.unlink(tmp)

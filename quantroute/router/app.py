@@ -295,14 +295,12 @@ class Router:
 
 
 def create_app(settings: RouterSettings, *, transport: httpx.AsyncBaseTransport | None = None,
-               engine=None, use_db: bool = True, upgrade: bool = True) -> Router:
-    """Build a router app. `engine` defaults to one made from `settings.db_url` (schema upgraded unless
-    `upgrade=False`: a worker whose supervisor did it); `use_db=False` runs without a database (pins in memory,
-    no request log)."""
+               engine=None, use_db: bool = True) -> Router:
+    """Build a router app. `engine` defaults to one made from `settings.db_url`, which must be at this code's
+    schema revision (`quantroute db upgrade` makes it so; SchemaMismatchError otherwise); `use_db=False` runs
+    without a database (pins in memory, no request log)."""
     if engine is None and use_db:
-        from quantroute.db.engine import init_db, make_engine
+        from quantroute.db.engine import make_engine, require_schema
 
-        engine = make_engine(settings.db_url)
-        if upgrade:
-            init_db(engine)
+        engine = require_schema(make_engine(settings.db_url))
     return Router(settings, transport=transport, engine=engine)

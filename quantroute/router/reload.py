@@ -1,8 +1,9 @@
 """Hot reload of the active policy version.
 
 Sources of truth for "which version is active": the pointer file `<policies_dir>/active` (watched with
-watchfiles) and the newest `policy_activation` row (polled, for replicas on other hosts). On a change: load,
-validate, compile, swap one reference. A version that fails to load leaves the last good one in force; the
+watchfiles) and the newest `policy_activation` row (polled, for replicas on other hosts). A version's content
+comes from the database (`policy_version`), so replicas with different policy directories load the same thing;
+only a router without a database reads the files. On a change: load, validate, compile, swap one reference. A version that fails to load leaves the last good one in force; the
 failure is counted and shown on `GET /admin/policy`. Requests read `holder.current` once at their start, so
 in-flight requests finish under the version they started with."""
 
@@ -21,6 +22,7 @@ from quantroute.db.engine import session as db_session
 from quantroute.db.policy_state import active_version
 from quantroute.policy.loader import PolicyValidationError, load_policy
 from quantroute.policy.model import Policy
+from quantroute.policy.store import PolicyStore, PolicyStoreError
 from quantroute.tiers import Tier
 
 log = logging.getLogger(__name__)
@@ -41,6 +43,18 @@ def read_pointer(policies_dir: Path) -> int:
         return int(text)
     except ValueError:
         raise ValueError(f"{p}: expected a version number, got {text[:40]!r}") from None
+
+
+def seed_default(policies_dir: Path) -> bool:
+    """Without a database, a fresh install (no policy files at all) starts from the packaged default."""
+    from quantroute.policy.store import default_policy_text
+
+    if policies_dir.is_dir() and any(policies_dir.glob("policy-*.yaml")):
+        return False
+    policies_dir.mkdir(parents=True, exist_ok=True)
+    policy_path(policies_dir, 1).write_text(default_policy_text(), encoding="utf-8")
+    log.warning("no policy versions in %s: wrote the packaged default as version 1", policies_dir)
+    return True
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,15 +94,41 @@ class PolicyHolder:
         self.loaded_at: float | None = None
         self.history: list[tuple[int, float]] = []  # (version, wall time swapped in)
         self._db_seen: int | None = None
+        # With a database its stored content is the truth (any host, any directory); the files only mirror it.
+        self.store = PolicyStore(policies_dir, engine) if engine is not None else None
         self._on_change = on_change
         self._on_failure = on_failure
         self._lock = asyncio.Lock()
 
     def load_initial(self) -> ActivePolicy:
         """At startup the policy must load: a router with no policy cannot route."""
-        v = self._db_version() or read_pointer(self.policies_dir)
-        self._swap(ActivePolicy.build(load_policy(policy_path(self.policies_dir, v))))
+        if self.store is not None:
+            v = self._db_version() or self.store.active_version()
+        else:
+            v = read_pointer(self.policies_dir)
+            if v == 1:
+                seed_default(self.policies_dir)
+        self._swap(ActivePolicy.build(self._load(v)))
         return self.current  # type: ignore[return-value]
+
+    def _load(self, version: int) -> Policy:
+        if self.store is not None:
+            self._import_pointed(version)
+            return self.store.load(version)
+        policy = load_policy(policy_path(self.policies_dir, version))
+        if policy.version != version:
+            raise ValueError(f"policy-{version:04d}.yaml says version {policy.version}")
+        return policy
+
+    def _import_pointed(self, version: int) -> None:
+        """The single-host flow (write policy-NNNN.yaml, point `active` at it) still works: a new version's file
+        is imported, audited, before it loads. A file of a version already stored is never read: the hash check
+        in the import refuses a hand edit, and the stored content is what loads."""
+        if version in self.store.versions() or not policy_path(self.policies_dir, version).exists():
+            return
+        for r in self.store.import_dir(self.policies_dir, by="router (pointer file)"):
+            if r.version == version and r.outcome == "refused":
+                raise ValueError(f"policy-{version:04d}.yaml was not imported: {r.detail}")
 
     def _db_version(self) -> int | None:
         if self.engine is None:
@@ -108,11 +148,9 @@ class PolicyHolder:
             if self.current is not None and self.current.version == version:
                 return True
             try:
-                policy = await asyncio.to_thread(load_policy, policy_path(self.policies_dir, version))
-                if policy.version != version:
-                    raise ValueError(f"policy-{version:04d}.yaml says version {policy.version}")
+                policy = await asyncio.to_thread(self._load, version)
                 active = ActivePolicy.build(policy)
-            except (PolicyValidationError, ValueError, OSError) as e:
+            except (PolicyValidationError, PolicyStoreError, ValueError, OSError) as e:
                 self.failures += 1
                 self.last_error = str(e)
                 self.last_error_version = version

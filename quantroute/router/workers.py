@@ -35,20 +35,19 @@ def serve(settings: RouterSettings, *, workers: int = 1, use_db: bool = True, lo
     if not use_db:
         raise WorkersNeedDatabase(f"--workers {workers} needs a database (drop --no-db): each worker is its own "
                                   "process and workers share session pins only through the database")
-    from quantroute.db.engine import init_db, make_engine
+    from quantroute.db.engine import make_engine, require_schema
 
-    engine = make_engine(settings.db_url)  # migrate once here, not racing in every worker
-    init_db(engine)
-    engine.dispose()
+    # refuse a schema that is not ours once, here, with one clear message rather than one per worker
+    require_schema(make_engine(settings.db_url)).dispose()
     os.environ[SETTINGS_ENV] = settings.model_dump_json()
     os.environ[LOG_LEVEL_ENV] = log_level
     uvicorn.run("quantroute.router.workers:app_from_env", factory=True, workers=workers, **common)
 
 
 def app_from_env():
-    """uvicorn's factory in each worker process: the supervisor's settings, schema already upgraded."""
+    """uvicorn's factory in each worker process: the supervisor's settings, schema already checked."""
     from quantroute.router.app import create_app
 
     logging.basicConfig(level=os.environ.get(LOG_LEVEL_ENV, "warning").upper(), format=LOG_FORMAT)
     settings = RouterSettings.model_validate_json(os.environ[SETTINGS_ENV])
-    return create_app(settings, upgrade=False)
+    return create_app(settings)

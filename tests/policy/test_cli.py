@@ -49,6 +49,7 @@ def test_version_workflow(tmp_path):
     shutil.copytree(REPO / "policies", pdir, ignore=shutil.ignore_patterns("active", "policy-000[2-9].yaml"))
     db = f"sqlite:///{tmp_path / 'q.db'}"
     common = ["--policies", str(pdir), "--db", db]
+    assert run("db", "upgrade", "--db", db).exit_code == 0
     data = yaml.safe_load((pdir / "policy-0001.yaml").read_text())
     data["sessions"]["max_wait_ms"] = 750
     draft = tmp_path / "draft.yaml"
@@ -65,3 +66,24 @@ def test_version_workflow(tmp_path):
     assert "ACTIVE" in hist and "rex" in hist
     rb = run("policy", "rollback", "--by", "olga", "--reason", "p95 up", *common)
     assert rb.exit_code == 0 and "version 1 active" in rb.output
+
+
+def test_import_and_verify(tmp_path):
+    db = f"sqlite:///{tmp_path / 'q.db'}"
+    git = tmp_path / "git"
+    git.mkdir()
+    (git / "policy-0001.yaml").write_text((REPO / "policies" / "policy-0001.yaml").read_text())
+    common = ["--policies", str(tmp_path / "mirror"), "--db", db]
+    assert run("db", "upgrade", "--db", db).exit_code == 0
+    first = run("policy", "import", str(git), "--by", "ci", *common)
+    assert first.exit_code == 0 and "policy-0001.yaml: imported" in first.output
+    again = run("policy", "import", str(git), "--by", "ci", *common)
+    assert again.exit_code == 0 and "policy-0001.yaml: unchanged" in again.output
+    assert run("policy", "verify", *common).exit_code == 0
+    mirrored = tmp_path / "mirror" / "policy-0001.yaml"
+    mirrored.write_text(mirrored.read_text().replace("max_wait_ms: 2000", "max_wait_ms: 5"))
+    checked = run("policy", "verify", *common)
+    assert checked.exit_code == 1 and "edited by hand" in checked.output
+    refused = run("policy", "import", str(tmp_path / "mirror"), "--by", "ci", *common)
+    assert refused.exit_code == 1 and "refused" in refused.output and "immutable" in refused.output
+    assert "max_wait_ms: 2000" in run("policy", "show", "1", *common).output

@@ -47,7 +47,8 @@ def test_new_approve_activate_rollback_with_audit(store):
     with Session(store.engine) as s:
         actions = [e.action for e in reversed(audit.list_events(s))]
         last = audit.list_events(s)[0]
-    assert actions == ["policy.new", "policy.approve", "policy.activate", "policy.rollback"]
+    # the first read stored the directory's version 1 in the database (imported, audited)
+    assert actions == ["policy.import", "policy.new", "policy.approve", "policy.activate", "policy.rollback"]
     assert (last.version_before, last.version_after, last.detail) == (2, 1, {"reason": "errors up"})
 
 
@@ -68,12 +69,50 @@ def test_rollback_only_to_known_good(store):
     assert store.rollback(by="b") == 1
 
 
-def test_versions_are_immutable_files_and_hash_checked(store):
+def test_a_hand_edited_file_is_detected_by_its_hash_and_never_loaded(store, caplog):
     store.new(parent=1, author="a", message="x", policy=store.load(1))
     path = store.path(2)
     path.write_text(path.read_text().replace("max_wait_ms: 2000", "max_wait_ms: 9"))
-    with pytest.raises(PolicyValidationError, match="content_hash"):
-        store.load(2)
+    assert store.load(2).sessions.max_wait_ms == 2000  # the database's content, not the file's
+    assert "edited by hand" in caplog.text
+    assert [d for d in store.drift() if "policy-0002.yaml" in d and "edited by hand" in d]
+    [result] = [r for r in store.import_dir(store.dir, by="ci") if r.version == 2]
+    assert result.outcome == "refused" and "content_hash: does not match the content" in result.detail
+    # a hand edit that also rewrote the hash is caught the same way: the stored hash decides
+    data = yaml.safe_load(path.read_text())
+    data.pop("content_hash")
+    path.write_text(yaml.safe_dump(data))
+    [result] = [r for r in store.import_dir(store.dir, by="ci") if r.version == 2]
+    assert result.outcome == "refused" and "versions are immutable" in result.detail
+
+
+def test_a_missing_file_is_written_again_from_the_database(store):
+    store.new(parent=1, author="a", message="x", policy=store.load(1))
+    text = store.path(2).read_text()
+    store.path(2).unlink()
+    store.load(2)
+    assert store.path(2).read_text() == text
+
+
+def test_import_stores_new_versions_and_reports_unchanged_ones(store, tmp_path, engine):
+    store.new(parent=1, author="a", message="x", policy=store.load(1))
+    git = tmp_path / "git-policies"  # a checkout of the policy repository, one version ahead
+    git.mkdir()
+    for v in (1, 2):
+        (git / store.path(v).name).write_text(store.path(v).read_text())
+    other = PolicyStore(tmp_path / "elsewhere", engine)
+    ahead = PolicyStore(git, engine)
+    v3 = ahead.load(2).model_copy(update={"version": 3, "parent": 2, "message": "from git"})
+    from quantroute.policy.loader import dump_policy
+
+    (git / "policy-0003.yaml").write_text(dump_policy(v3))
+    outcomes = {r.version: r.outcome for r in store.import_dir(git, by="ci")}
+    assert outcomes == {1: "unchanged", 2: "unchanged", 3: "imported"}
+    assert other.load(3).message == "from git" and (tmp_path / "elsewhere" / "policy-0003.yaml").exists()
+    orphan = dump_policy(v3.model_copy(update={"version": 5, "parent": 4}))
+    (git / "policy-0005.yaml").write_text(orphan)
+    [five] = [r for r in store.import_dir(git, by="ci") if r.version == 5]
+    assert five.outcome == "refused" and "parent version 4" in five.detail
 
 
 def test_racing_writers_one_wins_other_gets_conflict(store, monkeypatch):
@@ -108,6 +147,11 @@ def test_racing_writers_one_wins_other_gets_conflict(store, monkeypatch):
     monkeypatch.setattr(PolicyStore, "versions", real_versions)
     assert store.versions() == [1, 2]
     assert not [p for p in store.dir.iterdir() if p.name.startswith(".policy-")]
+    assert store.load(2).author == wins_author(results)
+
+
+def wins_author(results: dict) -> str:
+    return next(name for name, r in results.items() if r == 2)
 
 
 def test_invalid_policy_is_never_written(store):

@@ -9,6 +9,7 @@ import httpx
 import pytest
 import yaml
 
+from quantroute.db.engine import init_db, make_engine
 from quantroute.fleet import parse_fleet
 from quantroute.router.app import create_app
 from quantroute.router.settings import RouterSettings
@@ -104,6 +105,8 @@ def make_settings(tmp_path: Path, policies: Path, sim):
 
 @contextlib.contextmanager
 def router_at(settings: RouterSettings, **kw):
+    if kw.get("engine") is None and kw.get("use_db", True):
+        init_db(make_engine(settings.db_url))  # what `quantroute db upgrade` does before routers start
     app = create_app(settings, **kw)
     with running_router(settings, app=app) as url:
         yield url, app

@@ -16,6 +16,7 @@ import openai
 import pytest
 import yaml
 
+from quantroute.db.engine import init_db, make_engine
 from quantroute.router.settings import RouterSettings
 from quantroute.router.testing import running_router
 
@@ -48,6 +49,7 @@ def router_url(vllm_server, tmp_path_factory):
     settings = RouterSettings(policies_dir=tmp / "policies", db_url=f"sqlite:///{tmp / 'router.db'}",
                               admin_token=TOKEN, probe_interval_s=1.0, probe_timeout_s=15.0,
                               eject_after_failures=5, upstream_timeout_s=120)
+    init_db(make_engine(settings.db_url))
     with running_router(settings) as url:
         out = subprocess.run(
             [sys.executable, "-m", "quantroute.cli.main", "node", "register", "--router", url,
