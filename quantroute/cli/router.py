@@ -1,41 +1,105 @@
-"""`quantroute router`: serve the router with uvicorn (httptools + uvloop), in one process or several."""
+"""`quantroute router`: serve the router with uvicorn (httptools + uvloop), in one process or several.
+
+Every field of RouterSettings is a flag here and a `QUANTROUTE_ROUTER_*` variable there, generated from the one
+class, so the two cannot drift; `settings_table()` renders both for the README."""
 
 from __future__ import annotations
 
+import types
+import typing
 from pathlib import Path
 
 import click
+from pydantic.fields import FieldInfo
+
+from quantroute.router.settings import RouterSettings
+
+ENV_PREFIX = "QUANTROUTE_ROUTER_"
+# Short names the README and scripts have always used; the long --field-name works too.
+ALIASES = {"policies_dir": "--policies", "fleet_file": "--fleet", "db_url": "--db"}
+
+
+def flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _base(annotation):
+    """`X | None` -> X."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args[0] if len(args) == 1 else str
+    return annotation
+
+
+def _option(name: str, info: FieldInfo):
+    kind = _base(info.annotation)
+    names = [flag(name)] + ([ALIASES[name]] if name in ALIASES else [])
+    env = ENV_PREFIX + name.upper()
+    help_ = f"{info.description} [${env}; default {_default_text(info)}]"
+    if kind is bool:
+        return click.option(f"{flag(name)}/--no-{flag(name)[2:]}", name, default=None, help=help_)
+    ctype = {int: int, float: float, Path: click.Path(path_type=Path)}.get(kind, str)
+    return click.option(*names, name, type=ctype, default=None, help=help_)
+
+
+def _default_text(info: FieldInfo) -> str:
+    d = info.default
+    return "unset" if d is None else str(d).lower() if isinstance(d, bool) else str(d)
+
+
+def settings_options(fn):
+    for name, info in reversed(list(RouterSettings.model_fields.items())):
+        fn = _option(name, info)(fn)
+    return fn
+
+
+def settings_table() -> str:
+    """The README's table of router settings: flag, environment variable, default, meaning."""
+    rows = ["| flag | environment variable | default | what it sets |", "| --- | --- | --- | --- |"]
+    for name, info in RouterSettings.model_fields.items():
+        flags = " ".join(f"`{f}`" for f in [flag(name)] + ([ALIASES[name]] if name in ALIASES else []))
+        rows.append(f"| {flags} | `{ENV_PREFIX}{name.upper()}` | `{_default_text(info)}` | "
+                    f"{info.description.replace('|', '/')} |")
+    return "\n".join(rows)
+
+
+def settings_from(opts: dict) -> RouterSettings:
+    """Flags given on the command line win; the rest come from the environment, then the defaults."""
+    from pydantic import ValidationError
+
+    try:
+        return RouterSettings(**{k: v for k, v in opts.items() if v is not None})
+    except ValidationError as e:
+        lines = []
+        for err in e.errors():
+            name = str(err["loc"][0]) if err["loc"] else ""
+            lines.append(f"{flag(name)} / ${ENV_PREFIX}{name.upper()}: {err['msg']}")
+        raise click.UsageError("; ".join(lines)) from None
 
 
 @click.command("router")
-@click.option("--policies", "policies_dir", type=click.Path(path_type=Path), default=None,
-              help="Directory with policy-NNNN.yaml and the 'active' pointer [policies/]")
-@click.option("--fleet", "fleet_file", type=click.Path(path_type=Path, exists=True), default=None,
-              help="Fleet YAML with the nodes known at start")
-@click.option("--host", default=None, help="Bind address [127.0.0.1]")
-@click.option("--port", type=int, default=None, help="Port [8080]")
-@click.option("--db", "db_url", default=None, help="Database URL [$DATABASE_URL or sqlite:///data/quantroute.db]")
-@click.option("--admin-token", default=None, help="Bearer token for /admin/* [$QUANTROUTE_ROUTER_ADMIN_TOKEN]")
+@settings_options
 @click.option("--no-db", is_flag=True, help="Run without a database (pins in memory, no request log)")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Router processes serving one port (use the host's cores); they share pins and the active "
-                   "policy through the database, as replicas do")
-@click.option("--log-level", default="warning", show_default=True)
-def router(no_db: bool, log_level: str, workers: int, **opts) -> None:
-    """Serve the OpenAI-compatible, precision-tiered router."""
+def router(no_db: bool, **opts) -> None:
+    """Serve the OpenAI-compatible, precision-tiered router, in one process or several."""
     import logging
 
-    from quantroute.router.settings import RouterSettings
-    from quantroute.router.workers import LOG_FORMAT, WorkersNeedDatabase, serve
-
-    logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT)
-    settings = RouterSettings(**{k: v for k, v in opts.items() if v is not None})
-    click.echo(f"quantroute router on http://{settings.host}:{settings.port} "
-               f"(policies {settings.policies_dir}, fleet {settings.fleet_file or '-'}, workers {workers})", err=True)
     from quantroute.db.schema import SchemaMismatchError
+    from quantroute.logs import configure_logging
+    from quantroute.router.workers import WorkersNeedDatabase, serve
 
+    settings = settings_from(opts)
+    if settings.fleet_file is not None and not settings.fleet_file.is_file():
+        raise click.BadParameter(f"{settings.fleet_file} is not a file", param_hint="--fleet")
+    configure_logging(settings.log_level, json_lines=settings.log_json)
+    started = (f"quantroute router on http://{settings.host}:{settings.port} (policies {settings.policies_dir}, "
+               f"fleet {settings.fleet_file or '-'}, workers {settings.workers})")
+    if settings.log_json:
+        logging.getLogger("quantroute.router").info(started)
+    else:
+        click.echo(started, err=True)
     try:
-        serve(settings, workers=workers, use_db=not no_db, log_level=log_level)
+        serve(settings, workers=settings.workers, use_db=not no_db, log_level=settings.log_level.lower())
     except WorkersNeedDatabase as e:
         raise click.UsageError(str(e)) from None
     except SchemaMismatchError as e:

@@ -212,7 +212,9 @@ class PolicyStore:
             return [r.version for r in self.import_dir(self.dir, by="bootstrap") if r.outcome == "imported"]
         text = default_policy_text()
         policy = parse_policy(text, "packaged default policy")
-        self._insert(policy, text, by="bootstrap", action="policy.import", subject="packaged default")
+        if self._insert(policy, text, by="bootstrap", action="policy.import", subject="packaged default"):
+            log.warning("no policy versions in the database or in %s: stored the packaged default as version %d",
+                        self.dir, policy.version)
         self.mirror(self.row(policy.version))
         return [policy.version]
 

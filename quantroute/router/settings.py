@@ -13,18 +13,26 @@ class RouterSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="QUANTROUTE_ROUTER_", extra="forbid")
 
-    policies_dir: Path = Path("policies")
+    policies_dir: Path = Field(default=Path("policies"), description=(
+        "Directory that mirrors the policy versions as policy-NNNN.yaml files, plus the 'active' pointer"))
     fleet_file: Path | None = Field(default=None, description="Fleet YAML with the nodes known at start")
     db_url: str | None = Field(default=None, description="SQLAlchemy URL; default $DATABASE_URL or data/quantroute.db")
-    host: str = "127.0.0.1"
-    port: int = 8080
+    host: str = Field(default="127.0.0.1", description="Bind address (0.0.0.0 in a container)")
+    port: int = Field(default=8080, ge=1, le=65535, description="Port for /v1, /admin, /health and /metrics")
     admin_token: str | None = Field(default=None, description="Bearer token for /admin/*; unset = admin API refused")
-    max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0, description="Largest request body accepted (413 above)")
+    log_level: str = Field(default="warning", pattern="^(?i:debug|info|warning|error|critical)$",
+                           description="debug, info, warning, error or critical")
+    log_json: bool = Field(default=False, description="Log one JSON object per line (for log collectors)")
+    workers: int = Field(default=1, ge=1, description=(
+        "Router processes serving one port (use the host's cores); they share pins and the active policy through "
+        "the database, as replicas do"))
 
     # Fleet state
-    probe_interval_s: float = Field(default=1.5, gt=0)
-    probe_timeout_s: float = Field(default=5.0, gt=0)  # a busy real vLLM answers /metrics in seconds
-    eject_after_failures: int = Field(default=3, ge=1)
+    probe_interval_s: float = Field(default=1.5, gt=0, description="How often each node's /health and /metrics are read")
+    # a busy real vLLM answers /metrics in seconds
+    probe_timeout_s: float = Field(default=5.0, gt=0, description="Time a node has to answer a probe")
+    eject_after_failures: int = Field(default=3, ge=1, description="Failed probes in a row that mark a node unhealthy")
     node_max_inflight: int = Field(default=256, ge=1, description="Router in-flight requests that make a node full")
     node_max_waiting: int = Field(default=64, ge=0, description="Scraped waiting requests that make a node full")
     node_refresh_s: float = Field(default=5.0, gt=0,
@@ -32,24 +40,27 @@ class RouterSettings(BaseSettings):
 
     # Forwarding
     retries: int = Field(default=2, ge=0, description="Extra attempts on other nodes of the same tier")
-    connect_timeout_s: float = Field(default=2.0, gt=0)
+    connect_timeout_s: float = Field(default=2.0, gt=0, description="Wait for a TCP connection to a node")
     upstream_timeout_s: float = Field(default=600.0, gt=0, description="Wait for a node's response headers")
     upstream_read_timeout_s: float = Field(
         default=120.0, gt=0, description="Longest silence between body chunks once a node sent its headers; then "
         "a stream ends with an error event and a non-streamed request is retried elsewhere or gets a 502")
-    retry_after_s: int = Field(default=1, ge=1)
+    retry_after_s: int = Field(default=1, ge=1, description="Retry-After of a 503 when no node has capacity")
 
     # Policy reload
     policy_poll_s: float = Field(default=2.0, gt=0, description="How often to read policy_activation from the DB")
-    watch_pointer: bool = True
+    watch_pointer: bool = Field(default=True, description="Reload when the policies directory's 'active' pointer changes")
 
     # Request log
-    log_batch_size: int = Field(default=100, ge=1)  # small batches: the writer thread holds the GIL briefly (p99 +1.3 ms vs +5 ms at 500)
-    log_flush_interval_s: float = Field(default=0.5, gt=0)
-    log_buffer_max: int = Field(default=20_000, ge=1)
+    # small batches: the writer thread holds the GIL briefly (p99 +1.3 ms vs +5 ms at 500)
+    log_batch_size: int = Field(default=100, ge=1, description="Request-log rows written per transaction")
+    log_flush_interval_s: float = Field(default=0.5, gt=0, description="Longest wait before buffered rows are written")
+    log_buffer_max: int = Field(default=20_000, ge=1,
+                                description="Rows buffered while the database is slow; beyond it rows are dropped "
+                                            "(counted)")
 
-    # Session pins: the DB row's last_used is refreshed at most this often per session.
-    pin_touch_interval_s: float = Field(default=30.0, gt=0)
+    pin_touch_interval_s: float = Field(default=30.0, gt=0,
+                                        description="A session pin's last_used is written at most this often")
     pin_commit_timeout_s: float = Field(
         default=5.0, gt=0, description="How long a new session's pin may take to be stored (retried meanwhile) "
         "before its request fails with 503: no answer leaves before its pin is durable")

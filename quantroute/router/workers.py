@@ -7,7 +7,6 @@ each worker would keep pins of its own and a session's second turn could land on
 
 from __future__ import annotations
 
-import logging
 import os
 
 from quantroute.router.settings import RouterSettings
@@ -15,7 +14,6 @@ from quantroute.router.settings import RouterSettings
 # How the supervisor hands the settings to workers it spawns (fresh interpreters: nothing else is inherited).
 SETTINGS_ENV = "QUANTROUTE_WORKER_SETTINGS"
 LOG_LEVEL_ENV = "QUANTROUTE_WORKER_LOG_LEVEL"
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 class WorkersNeedDatabase(ValueError):
@@ -27,8 +25,9 @@ def serve(settings: RouterSettings, *, workers: int = 1, use_db: bool = True, lo
 
     from quantroute.router.app import create_app
 
+    # log_config=None: uvicorn's loggers go through the root logger (text or JSON lines, quantroute.logs)
     common = dict(host=settings.host, port=settings.port, http="httptools", loop="uvloop", log_level=log_level,
-                  access_log=False, timeout_graceful_shutdown=5)
+                  access_log=False, timeout_graceful_shutdown=5, log_config=None)
     if workers == 1:
         uvicorn.run(create_app(settings, use_db=use_db), **common)
         return
@@ -46,8 +45,9 @@ def serve(settings: RouterSettings, *, workers: int = 1, use_db: bool = True, lo
 
 def app_from_env():
     """uvicorn's factory in each worker process: the supervisor's settings, schema already checked."""
+    from quantroute.logs import configure_logging
     from quantroute.router.app import create_app
 
-    logging.basicConfig(level=os.environ.get(LOG_LEVEL_ENV, "warning").upper(), format=LOG_FORMAT)
     settings = RouterSettings.model_validate_json(os.environ[SETTINGS_ENV])
+    configure_logging(os.environ.get(LOG_LEVEL_ENV, settings.log_level), json_lines=settings.log_json)
     return create_app(settings)

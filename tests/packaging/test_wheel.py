@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -32,7 +33,12 @@ def run(args: list, *, cwd: Path, env: dict | None = None, timeout: float = 600)
 def installed(tmp_path_factory) -> dict:
     """A wheel built from this checkout and installed alone into a new venv; the clean environment to run it in."""
     root = tmp_path_factory.mktemp("wheel")
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", root / "dist", REPO], cwd=root)
+    # Built from a copy: an in-tree build leaves build/lib behind, whose stale files a later wheel would carry.
+    src = root / "src"
+    shutil.copytree(REPO, src, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", "build", "*.egg-info", ".cache", ".demo", ".peers", "tests", "benchmarks", "docs",
+        "__pycache__", "*.db", "runs", "loadtests"))
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", root / "dist", src], cwd=root)
     wheel = next((root / "dist").glob("quantroute-*.whl"))
     run([sys.executable, "-m", "venv", root / "venv"], cwd=root)
     venv_bin = root / "venv" / "bin"
@@ -47,7 +53,7 @@ def installed(tmp_path_factory) -> dict:
 
 def test_wheel_holds_the_dashboard_the_reference_data_and_the_migrations(installed):
     names = set(zipfile.ZipFile(installed["wheel"]).namelist())
-    for expected in ("dashboard/app.py", "dashboard/pages/fleet.py", "quantroute/data/hardware.yaml",
+    for expected in ("quantroute/dashboard/app.py", "quantroute/dashboard/pages/fleet.py", "quantroute/data/hardware.yaml",
                      "quantroute/data/models.yaml", "quantroute/data/quality.yaml", "quantroute/data/fleet.yaml",
                      "quantroute/data/default-policy.yaml", "quantroute/data/evals/golden.jsonl",
                      "quantroute/migrations/env.py", "quantroute/migrations/script.py.mako"):
