@@ -277,6 +277,7 @@ class Router:
         deployment = node.deployment if node else ""
         arm = route.arm if route else None
         self.metrics.requests.labels(tier, deployment, arm or "", str(status)).inc()
+        self.metrics.observe(tier, latency_ms / 1000, out)
         model = data.get("model") if isinstance(data, dict) else None
         self.writer.add({
             "ts": ts, "request_id": request_id, "session_key": route.session_key if route else None,

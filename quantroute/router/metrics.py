@@ -5,6 +5,9 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+
 class RouterMetrics:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
@@ -42,10 +45,38 @@ class RouterMetrics:
         self.pin_batch = Histogram("quantroute_pin_commit_batch_size", "New session pins stored per transaction",
                                    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
         self.log_buffered = Gauge("quantroute_request_log_buffered", "Request log rows waiting", registry=r)
+        # For dashboards and alerts (deploy/grafana, deploy/prometheus): per-tier latency, TTFT and tokens, and
+        # healthy nodes per model and tier (the alert "no healthy node for a model" needs the model label).
+        self.duration = Histogram("quantroute_request_duration_seconds", "End-to-end time of routed requests",
+                                  ["tier"], buckets=LATENCY_BUCKETS, registry=r)
+        self.ttft = Histogram("quantroute_ttft_seconds", "Time to the first byte of the response body", ["tier"],
+                              buckets=LATENCY_BUCKETS, registry=r)
+        self.tokens = Counter("quantroute_tokens_total", "Tokens of routed requests, as the nodes reported them",
+                              ["tier", "kind"], registry=r)
+        self.healthy_nodes = Gauge("quantroute_healthy_nodes", "Healthy nodes per model and tier",
+                                   ["model", "tier"], registry=r)
+
+    def observe(self, tier: str, latency_s: float, out) -> None:
+        """One finished request: latency, TTFT and tokens under its tier."""
+        if not tier:
+            return
+        self.duration.labels(tier).observe(latency_s)
+        if out.ttft is not None:
+            self.ttft.labels(tier).observe(out.ttft)
+        if out.prompt_tokens:
+            self.tokens.labels(tier, "prompt").inc(out.prompt_tokens)
+        if out.completion_tokens:
+            self.tokens.labels(tier, "completion").inc(out.completion_tokens)
 
     def render(self, fleet, writer) -> bytes:
+        healthy: dict[tuple[str, str], int] = {}
         for n in fleet.nodes.values():
             self.node_healthy.labels(n.key, n.deployment, n.tier.value).set(1 if n.healthy else 0)
             self.node_inflight.labels(n.key).set(n.inflight)
+            key = (n.model, n.tier.value)
+            healthy[key] = healthy.get(key, 0) + (1 if n.healthy else 0)
+        self.healthy_nodes.clear()
+        for (model, tier), count in healthy.items():
+            self.healthy_nodes.labels(model, tier).set(count)
         self.log_buffered.set(len(writer.buffer))
         return generate_latest(self.registry)
