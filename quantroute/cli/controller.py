@@ -55,4 +55,9 @@ def controller(**opts) -> None:
     log = logging.getLogger("quantroute")  # ours only: alembic's INFO lines are not the controller's story
     log.addHandler(handler)
     log.setLevel(logging.INFO)
-    run_forever(settings)
+    from quantroute.db.schema import SchemaMismatchError
+
+    try:
+        run_forever(settings)
+    except SchemaMismatchError as e:
+        raise click.ClickException(str(e)) from None

@@ -36,12 +36,11 @@ log = logging.getLogger("quantroute.controller")
 
 class Controller:
     def __init__(self, settings: ControllerSettings, *, engine: Engine | None = None) -> None:
-        from quantroute.db.engine import init_db, make_engine
+        from quantroute.db.engine import make_engine, require_schema
 
         self.settings = settings
-        self.engine = engine or make_engine(settings.db_url)
-        if engine is None:
-            init_db(self.engine)
+        # `quantroute db upgrade` migrates; a controller refuses a schema that is not its own (SchemaMismatchError)
+        self.engine = engine or require_schema(make_engine(settings.db_url))
         self.name = settings.name or f"{socket.gethostname()}:{os.getpid()}"
         self.router = RouterAdmin(settings.routers, settings.admin_token) if settings.routers else None
         self.service = RolloutService(PolicyStore(settings.policies_dir, self.engine), router=self.router,

@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
 
-from quantroute.db.engine import make_engine
+from quantroute.db.engine import init_db, make_engine
 from quantroute.ports import free_port
 from tests.router.conftest import (INT4, INT4_V2, MODEL, SENSITIVE, TOKEN, TOLERANT, activate_pointer, chat,
                                    router_at, write_policy)
@@ -66,6 +66,7 @@ def test_turns_alternating_between_two_replicas_as_fast_as_a_client_can_never_mo
 
 def router_process(settings, *, workers: int) -> tuple[subprocess.Popen, str]:
     """`quantroute router` as a real process (its own process group, so a kill takes every worker)."""
+    init_db(make_engine(settings.db_url))  # what `quantroute db upgrade` does before routers start
     port = free_port()
     env = {**os.environ, "QUANTROUTE_ROUTER_PROBE_INTERVAL_S": "0.1", "QUANTROUTE_ROUTER_LOG_FLUSH_INTERVAL_S": "0.05",
            "QUANTROUTE_ROUTER_POLICY_POLL_S": "0.2"}
