@@ -75,9 +75,15 @@ def test_start_refuses_the_baseline_id_and_missing_metadata(tmp_path, db_engine,
     data = policy_data()
     data["deployments"][CAND] = {"model": MODEL, "format": "int4", "method": "awq"}
     write_v1(tmp_path / "p2", data)
+    from quantroute.db.engine import init_db, make_engine
     from quantroute.policy.store import PolicyStore
+
+    # its own database: version 1 of this store is the file above (a shared database already holds another one)
+    other = make_engine(f"sqlite:///{tmp_path / 'p2.db'}")
+    init_db(other)
     with pytest.raises(RolloutRefused, match="lacks calibration_set, eval_suite, checksum"):
-        RolloutService(PolicyStore(tmp_path / "p2", db_engine)).start(MODEL, candidate=CAND, by="alice")
+        RolloutService(PolicyStore(tmp_path / "p2", other)).start(MODEL, candidate=CAND, by="alice")
+    other.dispose()
 
 
 def test_approval_by_the_starter_is_refused(svc, db_engine):
