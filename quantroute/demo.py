@@ -5,7 +5,8 @@ policies dir, a SQLite DB under .demo/; or `--db` a PostgreSQL server, where it 
 `quantroute_demo`, and `--replicas N` router replicas sharing it), background traffic replaying
 data/traffic/mixed.jsonl (multi-turn sessions included), seeds eval runs (int4 vs fp16, fp8 vs fp16 and the
 canary candidate vs its baseline, golden suite) and a short staircase load test of the canary candidate, creates
-one user per role and starts the dashboard. Every child runs in its own process group; on exit each group is
+one user per role, starts the rollout controller (`quantroute controller`: guards, auto-advance, rollback, with
+/metrics on a free port) and the dashboard. Every child runs in its own process group; on exit each group is
 terminated and waited for, so nothing is left behind.
 
     python -m quantroute.demo [--dir .demo] [--dashboard-port 8501] [--no-evals] [--time-scale 0.25]
@@ -36,6 +37,15 @@ from quantroute.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 DASHBOARD_APP = Path(__file__).resolve().parent / "dashboard" / "app.py"
+# The demo canary's guards, sized to the demo's traffic (~12 int4 requests/s, ~1 new int4 session/s of a few
+# turns each): at 1 % of new sessions a three-minute window holds about ten candidate requests (measured: 12 in
+# 3.5 min), so 5 are enough to judge and the canary walks 1 -> 5 -> 10 % in a few minutes when healthy. The
+# nearest-rank p95 of a handful of requests is their slowest one (one slow first turn read 4x the baseline's p95 in
+# a healthy demo run), so the latency ratios allow 5x: the simulator's latency fault (+3 s) is 20-50x. Two
+# breaching passes in a row before the rollback.
+DEMO_GUARDS = {"window_s": 180, "min_requests": 5, "max_error_rate": 0.05, "max_p95_latency_ratio": 5.0,
+               "max_ttft_ratio": 5.0, "failure_limit": 2}
+DEMO_DWELL_S = 45
 ROLES = {"olivia": "operator", "rahul": "reviewer", "ana": "analyst"}
 
 
@@ -53,6 +63,7 @@ class Stack:
     logins: dict[str, tuple[str, str]]  # name -> (role, password)
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     router_urls: list[str] = field(default_factory=list)  # every replica
+    metrics_url: str | None = None  # the rollout controller's /metrics
 
 
 def fresh_schema_url(server_url: str, schema: str = DEMO_SCHEMA) -> str:
@@ -231,10 +242,11 @@ def seed_staircase(stack: Stack, *, step_seconds: float = 5.0, staircase: tuple[
 
 
 def seed_canary(stack: Stack) -> str | None:
-    """A policy version that defines a canary of the second int4 deployment (written by the operator,
-    approved by the reviewer, activated), so the Rollouts page has something to start."""
+    """A policy version whose canary (of the second int4 deployment against the first) has guards sized to the
+    demo's traffic (DEMO_GUARDS, DEMO_DWELL_S): written by the operator, approved by the reviewer, activated, so
+    the Rollouts page has something to start and the controller can walk it on demo traffic."""
     from quantroute.db.engine import make_engine
-    from quantroute.policy.model import CanarySpec
+    from quantroute.policy.model import CanarySpec, Guards
     from quantroute.policy.store import PolicyStore
 
     engine = make_engine(stack.db_url)
@@ -242,24 +254,30 @@ def seed_canary(stack: Stack) -> str | None:
     active = store.active()
     model = sorted(active.models())[0]
     int4 = [d for t in active.tiers if t.name.value == "int4" for d in t.deployments.get(model, [])]
-    if active.canaries or len(int4) < 2:
+    spec = active.canary_for(model)
+    if spec is None and len(int4) < 2:
         return None
-    spec = CanarySpec(model=model, baseline=int4[0], candidate=int4[1])
-    v = store.new(parent=active.version, author="olivia", message=f"canary of {int4[1]} against {int4[0]}",
-                  policy=active.model_copy(update={"canaries": [spec]}))
+    spec = spec or CanarySpec(model=model, baseline=int4[0], candidate=int4[1])
+    spec = spec.model_copy(update={"auto_advance_s": DEMO_DWELL_S, "guards": Guards(**DEMO_GUARDS)})
+    canaries = [c for c in active.canaries if c.model != model] + [spec]
+    v = store.new(parent=active.version, author="olivia", message=f"canary of {spec.candidate} against "
+                  f"{spec.baseline}, guards sized to the demo's traffic", policy=active.model_copy(
+                      update={"canaries": canaries}))
     store.approve(v, by="rahul")
     store.activate(v, by="rahul")
     engine.dispose()
-    return f"policy version {v}: canary {int4[1]} vs {int4[0]} (active)"
+    return (f"policy version {v}: canary {spec.candidate} vs {spec.baseline} (active; {DEMO_GUARDS['min_requests']} "
+            f"requests per arm in {DEMO_GUARDS['window_s']} s, {DEMO_DWELL_S} s dwell)")
 
 
 @contextlib.contextmanager
 def demo_stack(runtime: Path, *, dashboard: bool = True, dashboard_port: int | None = None,
                traffic: bool = True, traffic_file: str = "data/traffic/mixed.jsonl", time_scale: float = 0.25,
                concurrency: int = 4, passwords: dict[str, str] | None = None, db_url: str | None = None,
-               replicas: int = 1) -> Iterator[Stack]:
+               replicas: int = 1, controller_interval_s: float | None = 5.0) -> Iterator[Stack]:
     """Fleet + router replicas (+ traffic to each + dashboard) on free ports under `runtime`; everything stopped
-    on exit. `db_url`: an empty database for the stack (default a SQLite file under `runtime`)."""
+    on exit. `db_url`: an empty database for the stack (default a SQLite file under `runtime`).
+    `controller_interval_s`: the rollout controller's interval (None: no controller)."""
     if replicas < 1:
         raise ValueError(f"replicas: {replicas} is not a number of routers >= 1")
     if runtime.exists():
@@ -291,6 +309,14 @@ def demo_stack(runtime: Path, *, dashboard: bool = True, dashboard_port: int | N
                 "--admin-token", token], logs)
         for name, url in zip(names, urls):
             _wait_http(url + "/health", name, stack.procs[name])
+        if controller_interval_s is not None:
+            mport = free_port()
+            stack.metrics_url = f"http://127.0.0.1:{mport}/metrics"
+            stack.procs["controller"] = _spawn("controller", [
+                py, "-m", "quantroute.cli.main", "controller", "--policies", str(runtime / "policies"), "--db", db_url,
+                "--interval", str(controller_interval_s), *[a for u in urls for a in ("--router", u)],
+                "--admin-token", token, "--metrics-port", str(mport)], logs)
+            _wait_http(stack.metrics_url, "controller", stack.procs["controller"])
         if traffic:
             for name, url in zip(names, urls):
                 tname = name.replace("router", "traffic")
@@ -365,6 +391,7 @@ def main(argv: list[str] | None = None) -> None:
             if db_url:
                 print(f"database   {args.db} (schema {DEMO_SCHEMA})")
             print(f"dashboard  {stack.dashboard_url}")
+            print(f"controller every 5 s, {stack.metrics_url} (log {args.dir}/logs/controller.log)")
             canary = seed_canary(stack)
             if canary:
                 print(canary)

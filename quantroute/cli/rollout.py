@@ -63,11 +63,13 @@ def _run(fn):
             click.echo(f"error: {e}", err=True)
             sys.exit(1)
         if out is not None:
-            print_status(out)
+            from quantroute.controller.loop import leader_status
+
+            print_status(out, controller=leader_status(svc.engine).text)
     return _common(wrapper)
 
 
-def print_status(st, *, events: int = 8) -> None:
+def print_status(st, *, events: int = 8, controller: str | None = None) -> None:
     steps = " -> ".join(f"[{s:g}%]" if i == st.step_index else f"{s:g}%" for i, s in enumerate(st.steps))
     click.echo(f"rollout {st.id}  {st.model}: {st.baseline} -> {st.candidate}")
     click.echo(f"  phase    {st.phase}   candidate share {st.percent:g}% of new sessions   steps {steps}")
@@ -76,6 +78,8 @@ def print_status(st, *, events: int = 8) -> None:
                + (f"   policy version {st.policy_version}" if st.policy_version else "")
                + (f"   target concurrency {st.target_concurrency}" if st.target_concurrency else ""))
     click.echo(f"  message  {st.message}")
+    if controller:
+        click.echo(f"  {controller}")
     if st.aborted_reason:
         click.echo(f"  aborted  {st.aborted_reason}")
     click.echo(f"  gate     {st.gate}")
@@ -182,17 +186,22 @@ def status(svc, model, as_json):
 
 @rollout.command()
 @click.argument("model")
-@click.option("--watch", is_flag=True, help="keep evaluating (breach -> rollback; dwell -> auto-advance)")
-@click.option("--interval", default=5.0, show_default=True, help="seconds between evaluations with --watch")
+@click.option("--watch", is_flag=True, help="show the verdict again every --interval seconds (until promoted or "
+                                            "rolled back)")
+@click.option("--interval", default=5.0, show_default=True, help="seconds between views with --watch")
 @_run
 def guards(svc, model, watch, interval):
-    """Evaluate the guards on the request log now: a breach rolls back automatically."""
+    """Show the guards' verdict on the request log and whether a controller is acting on it. A view: the
+    controller (`quantroute controller`) is what rolls back on a breach and advances after the dwell."""
+    from quantroute.controller.loop import leader_status
+
     while True:
-        v = svc.evaluate_guards(model)
+        v = svc.guard_verdict(model)
         st = svc.status(model)
         stamp = time.strftime("%H:%M:%S")
         click.echo(f"{stamp} {st.phase} at {st.percent:g}%: " + (f"{v.status}: {v.summary}" if v else "no guards "
-                                                                 "to evaluate (no traffic on the candidate)"))
+                                                                 "to evaluate (the canary is not taking traffic)"))
+        click.echo(f"{stamp} {leader_status(svc.engine).text}")
         if not watch or st.phase in ("promoted", "rolled-back"):
             if st.aborted_reason:
                 click.echo(f"{stamp} aborted: {st.aborted_reason}")

@@ -23,6 +23,7 @@ from quantroute.controller import webhooks
 from quantroute.controller.leader import LeaderLock, leader_lock
 from quantroute.controller.metrics import ControllerMetrics
 from quantroute.controller.settings import ControllerSettings
+from quantroute.controller.status import Line, heartbeat_line
 from quantroute.db import controller as heartbeat
 from quantroute.db import rollout as rdb
 from quantroute.clock import utcnow
@@ -165,10 +166,8 @@ def run_forever(settings: ControllerSettings) -> None:
     ctl.run(stop)
 
 
-def heartbeat_age(engine: Engine, now: datetime | None = None) -> tuple[heartbeat.ControllerHeartbeat | None, float | None]:
-    """The leader's newest heartbeat and its age in seconds (None, None: no controller ever ran here)."""
+def leader_status(engine: Engine, now: datetime | None = None) -> Line:
+    """The line people see about the controller, from the leader's newest heartbeat."""
     with db_session(engine) as s:
         row = heartbeat.latest(session=s, role="leader")
-    if row is None:
-        return None, None
-    return row, row.age_s(now or utcnow())
+    return heartbeat_line(row, now or utcnow())

@@ -22,7 +22,7 @@ version was seen active. A rollback is written as `rolling-back` and becomes `ro
 is observed active; a crash in between (or a failed activation) is completed by `reconcile`, which the
 controller calls for every unfinished rollout on every pass.
 
-Several actors may act on one rollout at once (a `guards --watch` loop, people on the CLI and the dashboard).
+Several actors may act on one rollout at once (the controller, people on the CLI and the dashboard).
 Each status write is a compare-and-swap on the row's revision; the loser re-reads: a rollback or a guard
 breach is decided again on the fresh row, anything else is refused (`RolloutConflict`) once the phase or step
 moved. So two steps from one state advance once and nothing steps after a rollback (see `activation.py`)."""
@@ -57,6 +57,9 @@ SYSTEM = activation.SYSTEM  # author of the policy versions a rollout writes
 GUARD_ACTOR = "rollout-guard"
 CONTROLLER = "controller"  # the actor of everything `quantroute controller` does
 MAX_RACES = 5  # lost compare-and-swaps before an action gives up
+# A status write younger than this is not healed yet: its own actor is normally activating it that very moment
+# (milliseconds), and healing it too would activate the same version twice.
+HEAL_GRACE_S = 1.0
 # After losing a race these actions are decided again on the fresh row (sending traffic back to the baseline
 # stays right whatever happened meanwhile); every other action is refused when the phase or step moved.
 REDECIDE = (machine.Rollback, machine.GuardBreach)
@@ -288,7 +291,7 @@ class RolloutService:
             return []
         with db_session(self.engine) as s:
             seen = max((e.id or 0 for e in db.events_of(session=s, rollout_id=row.id)), default=0)  # type: ignore[arg-type]
-        if not row.converged:
+        if not row.converged and (self.clock() - row.updated_at).total_seconds() >= HEAL_GRACE_S:
             self._heal(row, by)
             row = self._by_id(row.id)  # type: ignore[arg-type]
         if row.phase == Phase.rolling_back.value:

@@ -85,7 +85,7 @@ def test_healthy_candidate_advances_on_its_own(live, db_engine, store, policies,
 def test_faulty_candidate_is_rolled_back_on_its_own(live, sim, db_engine, store, policies, tmp_path,  # noqa: F811
                                                     fault, guard):
     url, svc = live
-    limit = (policy_data(**{"guards": GUARDS}) and store.active().canary_for(MODEL).guards.failure_limit)
+    limit = store.active().canary_for(MODEL).guards.failure_limit
     approved(url, svc, db_engine)
     set_faults(sim, "int4-v2", **fault)
     with controller(db_engine, policies, url, tmp_path, f"controller-rollback-{guard}.log"), traffic(url):

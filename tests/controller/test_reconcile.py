@@ -6,6 +6,7 @@ SQLite and PostgreSQL (the `engine` fixture); no router: the active version is w
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from quantroute.db.audit import AuditEvent
 from quantroute.db.engine import session as db_session
 from quantroute.db.notification import Notification
 from quantroute.policy.store import PolicyStore
-from quantroute.rollout.service import RolloutService
+from quantroute.rollout.service import HEAL_GRACE_S, RolloutService
 
 from tests.rollout.conftest import MODEL, policy_data, progressing_rollout, write_v1
 
@@ -28,6 +29,11 @@ class Crash(Exception):
 
 def crash(row) -> None:
     raise Crash(f"crashed after writing rollout {row.id} as {row.phase}")
+
+
+def after_grace() -> None:
+    """The controller leaves a status write alone for a moment (its own actor is activating it)."""
+    time.sleep(HEAL_GRACE_S)
 
 
 @pytest.fixture
@@ -70,6 +76,7 @@ def test_crash_between_rollback_status_write_and_activation_is_healed_by_the_nex
     row = svc.list(MODEL)[0]
     assert row.observed_version != row.policy_version  # desired (0 %) not observed
 
+    after_grace()
     actions = controller.run_pass()
     assert controller.role == "leader"
     assert in_force(store) == 0
@@ -96,6 +103,7 @@ def test_crash_between_step_status_write_and_activation_is_healed(svc, controlle
     with pytest.raises(Crash):
         RolloutService(store, after_status_write=crash).step(MODEL, by="alice")
     assert svc.status(MODEL).percent == 50 and in_force(store) == 10  # desired 50, observed 10
+    after_grace()
     controller.run_pass()
     assert in_force(store) == 50
     row = svc.list(MODEL)[0]
@@ -110,6 +118,7 @@ def test_a_standby_does_not_act(svc, policies, engine, controller, tmp_path):
     other = Controller(ControllerSettings(db_url=str(engine.url), policies_dir=policies, name="standby",
                                           lock_key=_key(tmp_path)), engine=engine)
     try:
+        after_grace()
         assert other.run_pass() == [] and other.role == "standby"
         assert svc.status(MODEL).phase == "rolling-back" and in_force(store) == 10
         assert controller.run_pass() and in_force(store) == 0

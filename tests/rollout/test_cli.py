@@ -35,3 +35,23 @@ def test_a_target_concurrency_below_one_is_a_usage_error(policies, db_engine):
 def test_a_refusal_prints_one_line_and_exits_1(policies, db_engine):
     res = run(policies, db_engine, "step", MODEL, "--by", "alice")
     assert res.exit_code == 1 and "refused: no rollout of 'llama3-8b' in progress" in res.output
+
+
+def test_guards_is_a_view_and_says_whether_a_controller_acts(policies, db_engine):
+    """`rollout guards` no longer acts: a breaching verdict is shown and the rollout stays where it is; the
+    controller (absent here) is what rolls back, and the view says so."""
+    from quantroute.db.audit import utcnow
+    from quantroute.db.engine import session as db_session
+    from quantroute.db.request_log import RequestLog
+    from quantroute.policy.store import PolicyStore
+    from tests.rollout.conftest import progressing_rollout
+
+    svc = progressing_rollout(PolicyStore(policies, db_engine), db_engine)
+    with db_session(db_engine) as s:
+        s.add_all(RequestLog(ts=utcnow(), model=MODEL, deployment=CAND, status=500, latency_ms=5.0) for _ in range(30))
+        s.commit()
+    res = run(policies, db_engine, "guards", MODEL)
+    assert res.exit_code == 0, res.output
+    assert "progressing at 10%: breach: error_rate" in res.output
+    assert "controller: none has run against this database - canaries are not watched" in res.output
+    assert svc.status(MODEL).phase == "progressing"

@@ -9,7 +9,7 @@ import streamlit as st
 
 from quantroute.rollout.checklist import BY_KEY
 
-from quantroute.dashboard import actions, charts, data, fmt, ui
+from quantroute.dashboard import actions, charts, controller_status, data, fmt, ui
 
 GUARD_WINDOW_S = 1800
 FAILED = {"start": "start the rollout", "check_gate": "check the eval gate", "approve": "approve the rollout",
@@ -145,6 +145,7 @@ def render() -> None:
     svc = service()
     policy = data.store().active()
     rows = svc.list()
+    controller_status.render(live=any(r.phase not in ("promoted", "rolled-back") for r in rows))
     models = list(dict.fromkeys([r.model for r in rows] + [c.model for c in policy.canaries]))
     if not models:
         st.info(f"no rollouts, and the active policy (version {policy.version}) defines no canary; add one under "
