@@ -188,7 +188,8 @@ def router_call(what: str) -> tuple[Any, str | None]:
     if admin is None:
         return None, "no router configured (QUANTROUTE_DASHBOARD_ROUTER_URL)"
     try:
-        return {"policy": admin.policy, "nodes": admin.nodes, "sessions": admin.sessions,
-                "metrics": admin.metrics_text}[what](), None
+        with st.spinner(f"Asking the router for its {what}…"):  # a slow replica shows as such, not as a blank
+            return {"policy": admin.policy, "nodes": admin.nodes, "sessions": admin.sessions,
+                    "metrics": admin.metrics_text}[what](), None
     except RouterUnavailable as e:
         return None, str(e)

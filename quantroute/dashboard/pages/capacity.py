@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from quantroute.dashboard import charts
+from quantroute.dashboard import charts, ui
 from quantroute import capacity as cap
 from quantroute.catalog import load_hardware, load_models
 
@@ -55,6 +55,6 @@ def render() -> None:
     st.caption(f"{gpu.name}: {gpu.vram_gb:g} GB, {cap.GPU_MEMORY_UTILIZATION:.0%} usable by vLLM minus "
                f"{cap.WORKSPACE_BYTES / cap.GIB:g} GiB workspace = {usable:.1f} GiB for weights and KV cache")
     st.altair_chart(charts.capacity(df, usable), width="stretch")
-    st.dataframe(df.round(2), hide_index=True, width="stretch")
+    ui.table(df.round(2), f"capacity-{model_key}-{gpu_key}")
     if context > shape.max_position:
         st.warning(f"{shape.name} was trained for {shape.max_position} tokens; {context} exceeds it")

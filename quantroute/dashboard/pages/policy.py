@@ -161,7 +161,7 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
         m2.metric("change tier", res["changed"], f"{res['changed'] / max(res['total'], 1):.1%}", delta_color="off")
         m3.metric("skipped (malformed)", res["skipped"])
         if res["changed"]:
-            st.dataframe(res["moves"], hide_index=True, width="stretch")
+            ui.table(res["moves"], "what-if-moves")
             # the chart gets the page's width: rule names are long, a half-width column squashed it
             chart = charts.replay_causes(res["causes"])
             st.altair_chart(chart, width="stretch", height=chart.height + 60)  # "content" squashed it
