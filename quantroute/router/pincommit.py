@@ -18,11 +18,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError, TimeoutError as PoolTimeout
 
-from quantroute.clock import utcnow
-from quantroute.db.session_pin import PinClaims
+from quantroute.router.pindb import AsyncPgClaims, ThreadedClaims, TransientError, claims_for
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +39,7 @@ class Claim:
 
 def transient(e: BaseException) -> bool:
     """An error of the connection or the whole database, not of one row: retry the batch as it is."""
-    if isinstance(e, (OperationalError, PoolTimeout)):
+    if isinstance(e, (TransientError, OperationalError, PoolTimeout)):
         return True
     return isinstance(e, DBAPIError) and bool(e.connection_invalidated)
 
@@ -49,8 +48,8 @@ class PinCommitter:
     def __init__(self, engine: Engine, *, timeout_s: float = 5.0, max_batch: int = 256,
                  on_batch: Callable[[int], None] | None = None) -> None:
         self._engine = engine
-        self._conn: Connection | None = None  # kept open: no pool checkout, ping or BEGIN per batch
-        self._claims = PinClaims(engine.dialect)
+        self._db = claims_for(engine)  # one kept connection: no pool checkout, ping or BEGIN per batch
+        self._retired: list[ThreadedClaims | AsyncPgClaims] = []
         self.timeout_s = timeout_s
         self.max_batch = max_batch
         self.on_batch = on_batch  # (pins in the batch) -> None, for metrics
@@ -67,8 +66,8 @@ class PinCommitter:
 
     @engine.setter
     def engine(self, engine: Engine) -> None:  # the next batch connects to this one
-        self._engine = engine
-        self._drop_connection()
+        self._retired.append(self._db)
+        self._engine, self._db = engine, claims_for(engine)
 
     def submit(self, row: dict) -> asyncio.Future:
         """Queue a pin row (the `session_pin` columns); the future resolves with the pin in force."""
@@ -96,7 +95,8 @@ class PinCommitter:
                         self._busy = False
         finally:
             self._fail_all("the router is shutting down")
-            self._drop_connection()
+            for db in (*self._retired, self._db):
+                await db.aclose()
 
     async def drain(self, *, timeout_s: float) -> None:
         """Wait (bounded) until every claim made so far is resolved: at shutdown, before the task stops."""
@@ -109,8 +109,10 @@ class PinCommitter:
         return [self.pending.pop(k) for k in keys]
 
     async def _commit(self, batch: list[Claim]) -> None:
+        while self._retired:
+            await self._retired.pop().aclose()
         try:
-            pins = await asyncio.to_thread(self._write, [c.row for c in batch])
+            pins = await self._db.claim([c.row for c in batch], self.timeout_s)
         except Exception as e:  # noqa: BLE001 - every claim gets an outcome, below
             self.errors += 1
             if transient(e):
@@ -153,25 +155,6 @@ class PinCommitter:
         log.warning("session pin batch of %d failed (%d kept for a retry): %s", len(batch), kept, e)
         if kept:
             self._wake.set()
-
-    def _write(self, rows: list[dict]) -> list[dict]:
-        # One statement is its own transaction (autocommit): a single round trip per batch.
-        if self._conn is None:
-            self._conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-        try:
-            return self._claims.claim(self._conn, rows, utcnow())
-        except Exception:
-            self._drop_connection()  # a broken or unknown-state connection is never reused
-            raise
-
-    def _drop_connection(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                conn.invalidate()
-                conn.close()
-            except Exception as e:  # noqa: BLE001 - it is being thrown away
-                log.debug("closing the pin connection: %s", e)
 
     def _fail_all(self, why: str) -> None:
         for c in self.pending.values():

@@ -103,8 +103,8 @@ def test_db_down_keeps_unpinned_and_cached_sessions_but_fails_first_turns_it_can
         assert chat(url, SENSITIVE, session="s-new").headers["x-quantroute-tier"] == "int4"
 
 
-def test_a_pin_commit_that_fails_for_a_moment_is_retried_and_the_request_succeeds(make_settings):
-    with router_at(make_settings(pin_commit_timeout_s=20)) as (url, app):
+def test_a_pin_commit_that_fails_for_a_moment_is_retried_and_the_request_succeeds(make_settings, db_url):
+    with router_at(make_settings(db_url=db_url, pin_commit_timeout_s=20)) as (url, app):
         live = app.pin_committer.engine
         app.pin_committer.engine = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=1")
         result: list[httpx.Response] = []
@@ -118,7 +118,7 @@ def test_a_pin_commit_that_fails_for_a_moment_is_retried_and_the_request_succeed
         app.pin_committer.engine = live
         t.join(30)
         assert result[0].status_code == 200 and result[0].headers["x-quantroute-tier"] == "int4"
-    with router_at(make_settings()) as (url, _):
+    with router_at(make_settings(db_url=db_url)) as (url, _):
         assert chat(url, SENSITIVE, session="s-blip").headers["x-quantroute-tier"] == "int4"
 
 
