@@ -43,8 +43,11 @@ bench-real: $(STAMP)
 	bash scripts/setup_real_tiers.sh
 	QUANTROUTE_VLLM_PYTHON=$(CURDIR)/.venvs/vllm/bin/python $(BIN)/python benchmarks/real_tiers_cpu.py
 
+# Every session mode on SQLite and, when one is configured, on PostgreSQL (BENCH_POSTGRES, default the test
+# suite's QUANTROUTE_TEST_POSTGRES), workers 1 and 2, next to LiteLLM and vllm-router, in one table.
+BENCH_POSTGRES ?= $(QUANTROUTE_TEST_POSTGRES)
 bench-peers: $(STAMP)
-	$(BIN)/python benchmarks/router_overhead.py --peers
+	$(BIN)/python benchmarks/router_overhead.py --peers --db sqlite $(if $(BENCH_POSTGRES),--db $(BENCH_POSTGRES)) $(BENCH_ARGS)
 
 experiment: $(STAMP)
 	$(BIN)/python benchmarks/fleet_mix.py $(EXPERIMENT_ARGS)
