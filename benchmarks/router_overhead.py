@@ -72,9 +72,11 @@ end
 """
 
 
-def wait_port(port: int, timeout: float = 60) -> None:
+def wait_port(port: int, timeout: float = 180, proc: subprocess.Popen | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{proc.args} exited with {proc.returncode} before listening on {port}")
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
@@ -125,9 +127,15 @@ def ttfb_ms(port: int, path: str, body: bytes, mode: str, n: int = 200) -> float
     return statistics.median(samples)
 
 
-def start(cmd: list[str], env=None) -> subprocess.Popen:
-    return subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **(env or {})},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def start(cmd: list[str], env=None, log: Path | None = None) -> subprocess.Popen:
+    """A child process; its output goes to `log` (a file: a full pipe would stall it) or nowhere."""
+    out = log.open("ab") if log is not None else subprocess.DEVNULL
+    try:
+        return subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **(env or {})}, stdout=out,
+                                stderr=subprocess.STDOUT)
+    finally:
+        if log is not None:
+            out.close()  # type: ignore[union-attr]
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -236,9 +244,12 @@ def run_router(bench: Bench, bports: list[int], db: Database, workers: int, mode
     # Nodes registered through one worker reach the others through the DB: read it often during the bench.
     proc = start([PY, "-m", "quantroute.cli.main", "router", "--policies", str(policies), "--port", str(rport),
                   "--db", db.url, "--admin-token", "bench", "--workers", str(workers)],
-                 env={"QUANTROUTE_ROUTER_NODE_REFRESH_S": "0.3"})
+                 env={"QUANTROUTE_ROUTER_NODE_REFRESH_S": "0.3"}, log=bench.tmp / "router.log")
     try:
-        wait_port(rport)
+        try:
+            wait_port(rport, proc=proc)
+        except RuntimeError as e:
+            raise RuntimeError(f"{e}; router log:\n{(bench.tmp / 'router.log').read_text()[-3000:]}") from None
         for (deployment, tier, fmt), bport in zip(BACKENDS, bports):
             register(rport, bport, deployment, tier, fmt)
         time.sleep(1.0)
