@@ -233,6 +233,8 @@ class Decider:
                                         "retry later", headers={"Retry-After": str(self.retry_after_s)})
         if not self.agrees(route):
             raise PinMoved()
+        if route.pin is not None and route.pin.created_at != route.pin_created:
+            route.from_pin = True  # the claim found the session pinned already (same route by chance)
 
     def agrees(self, route: Route) -> bool:
         """Whether the request goes where its session's pin (as stored, once it is) says."""

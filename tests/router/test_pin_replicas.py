@@ -30,7 +30,8 @@ CANARY = [{"model": MODEL, "baseline": INT4, "candidate": INT4_V2, "percent": 50
 
 
 def turn(client: openai.OpenAI, session: str, i: int) -> tuple[str, str, str | None]:
-    """One turn through the real SDK (every other one streamed): (tier, deployment, arm) from the headers."""
+    """One turn through the real SDK (every other one streamed): (tier, deployment, arm) from the headers; a
+    later turn says its tier came from the pin."""
     messages = TOLERANT if i == 0 else SENSITIVE
     call = client.chat.completions.with_raw_response.create
     raw = call(model=MODEL, messages=messages, max_tokens=4, stream=i % 2 == 1,
@@ -39,6 +40,7 @@ def turn(client: openai.OpenAI, session: str, i: int) -> tuple[str, str, str | N
     if i % 2 == 1:
         assert [c for c in body]  # the whole stream was read before the next turn goes out
     h = raw.headers
+    assert (h.get("x-quantroute-pinned") == "true") == (i > 0), (session, i, dict(h))
     return h["x-quantroute-tier"], h["x-quantroute-deployment"], h.get("x-quantroute-arm")
 
 
@@ -131,7 +133,7 @@ def test_workers_share_pins_and_policy_activation(make_settings, policies):
                      for i in range(3)}
             assert tiers == {"int4"}, f"session w-{n}: {tiers}"
         eng = make_engine(settings.db_url)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while True:  # both workers served (a request id starts with its process's boot id)
             with eng.connect() as c:
                 boots = {r[0].split("-")[0] for r in c.execute(text("select request_id from request_log"))}
@@ -143,9 +145,9 @@ def test_workers_share_pins_and_policy_activation(make_settings, policies):
 
         write_policy(policies, 2, activate=False)
         activate_pointer(policies, 2)
-        deadline, streak = time.monotonic() + 20, 0
+        deadline, streak, v = time.monotonic() + 60, 0, None
         while streak < 20:  # every worker moved: 20 answers in a row under version 2
-            assert time.monotonic() < deadline
+            assert time.monotonic() < deadline, f"streak {streak}, last answer under version {v}"
             v = chat(url, TOLERANT).headers["x-quantroute-policy-version"]
             streak = streak + 1 if v == "2" else 0
     finally:
