@@ -18,7 +18,8 @@ import yaml
 
 from tests.conftest import REPO, free_port
 
-pytestmark = pytest.mark.slow
+# The venv install dominates (about a minute on an idle 2-core machine, several when it is busy).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def run(args: list, *, cwd: Path, env: dict | None = None, timeout: float = 600) -> str:
@@ -43,7 +44,9 @@ def installed(tmp_path_factory) -> dict:
     run([sys.executable, "-m", "venv", root / "venv"], cwd=root)
     venv_bin = root / "venv" / "bin"
     # pip's cache holds the dependencies the dev venv already installed: no network needed on a warm machine.
-    run([venv_bin / "pip", "install", "-q", "--disable-pip-version-check", wheel], cwd=root, timeout=900)
+    # --no-compile: byte-compiling every dependency is most of an install's CPU, and a smoke test does not need it
+    run([venv_bin / "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", wheel], cwd=root,
+        timeout=1500)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTROUTE_", "PYTHON", "VIRTUAL_ENV"))}
     env["PATH"] = f"{venv_bin}:{env.get('PATH', '')}"
     work = root / "ops"  # an operator's directory: no data/, no policies/, no dashboard/
