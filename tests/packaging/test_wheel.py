@@ -67,7 +67,7 @@ def test_wheel_holds_the_dashboard_the_reference_data_and_the_migrations(install
 def test_installed_catalog_gives_real_hardware_speeds(installed):
     """In an install outside the repo the catalog is package data: an A100 INT4 node is faster than 1.0."""
     out = run([installed["bin"] / "python", "-c",
-               "import json, quantroute.catalog as c; from quantroute.router.admin import speed_for; "
+               "import json, quantroute.catalog as c; from quantroute.catalog import speed_for; "
                "print(json.dumps({'path': str(c.DATA_DIR), 'a100_int4': speed_for('a100-80g', 'int4'), "
                "'gpus': len(c.load_hardware())}))"], cwd=installed["work"], env=installed["env"])
     got = json.loads(out.strip().splitlines()[-1])
