@@ -19,8 +19,10 @@ venv: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# The house rules as checks (configured in pyproject.toml): the import layers of DESIGN.md.
+# The house rules as checks (configured in pyproject.toml): ruff's lint rules (never `ruff format`) and the import
+# layers of DESIGN.md.
 lint: $(STAMP)
+	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
 demo: $(STAMP)

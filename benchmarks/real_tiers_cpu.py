@@ -26,8 +26,8 @@ from quantroute.catalog import load_hardware, load_models
 from quantroute.launcher.spec import load_real_fleet
 from quantroute.launcher.vllm import running_fleet, vllm_python
 from quantroute.loadtest.runner import LoadTestConfig, run_staircase
-from quantroute.registrar import inspect_model_dir
 from quantroute.loadtest.traffic import TrafficLine
+from quantroute.registrar import inspect_model_dir
 
 REPO = Path(__file__).resolve().parent.parent
 PROMPT = "Write JSON with name Ada and age 36."

@@ -193,7 +193,7 @@ class Database:
         self.url = ""
         self.schema: str | None = None
 
-    def __enter__(self) -> "Database":
+    def __enter__(self) -> Database:
         if self.kind == "sqlite":
             self.url = f"sqlite:///{self.tmp / f'bench-{uuid.uuid4().hex[:8]}.db'}"
             return self
@@ -310,7 +310,7 @@ def main() -> None:
                         results += [{**r, "round": rnd}
                                     for r in run_router(bench, bports, db, w, modes, tmp / "policies")]
         if args.peers:
-            from support.peers import run_peers  # noqa: PLC0415 - only with --peers
+            from support.peers import run_peers
 
             results += [{**r, "round": 0} for r in
                         run_peers(bports[0], lua_script(tmp, bench.body, "none"), args.seconds, bench.stream_body,
@@ -344,7 +344,10 @@ def report(results: list[dict], *, rounds: int, peers: bool = False) -> None:
             continue
         direct = [by_round[(r["round"], "direct (backend)", "none")] for r in rows]
         base = [by_round.get((r["round"], label, "none"), r) for r in rows]
-        med = lambda key, rs=rows: statistics.median(x[key] for x in rs)  # noqa: E731
+
+        def med(key, rs=rows):
+            return statistics.median(x[key] for x in rs)
+
         add_p50 = statistics.median(r["p50_ms"] - d["p50_ms"] for r, d in zip(rows, direct))
         add_ttfb = statistics.median(r["ttfb_ms"] - d["ttfb_ms"] for r, d in zip(rows, direct))
         x_none = statistics.median(r["rps32"] / b["rps32"] for r, b in zip(rows, base))
@@ -354,7 +357,7 @@ def report(results: list[dict], *, rounds: int, peers: bool = False) -> None:
               f"{_spread([r['rps32'] for r in rows], '{:.0f}'):>13}{x_none:>7.2f}{x_direct:>9.2f}{add_ttfb:>7.3f}"
               f"{sum(r['errors'] for r in rows):>7}{sum(r['timeouts'] for r in rows):>5}{pins:>8}")
     if peers:
-        from support.peers import REFERENCE  # noqa: PLC0415
+        from support.peers import REFERENCE
 
         print("reference figures from issue #4 (not measured here): "
               + "; ".join(f"{k} {v}" for k, v in REFERENCE.items()))

@@ -93,7 +93,7 @@ class RouterAdmin:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> "RouterAdmin":
+    def __enter__(self) -> RouterAdmin:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -8,15 +8,29 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import ahocorasick
 import numpy as np
 
-from quantroute.policy.model import (AllCond, AnyCond, EntropyCond, KeywordsCond, LatencyBudgetCond, NotCond,
-                                     OutputTokensCond, Policy, PriorityCond, PromptCharsCond, ResponseFormatCond, StreamCond,
-                                     TemperatureCond, ToolsCond)
+from quantroute.policy.model import (
+    AllCond,
+    AnyCond,
+    EntropyCond,
+    KeywordsCond,
+    LatencyBudgetCond,
+    NotCond,
+    OutputTokensCond,
+    Policy,
+    PriorityCond,
+    PromptCharsCond,
+    ResponseFormatCond,
+    StreamCond,
+    TemperatureCond,
+    ToolsCond,
+)
 from quantroute.tiers import Tier, parse_tier
 
 
@@ -80,7 +94,7 @@ class RequestView:
                  "temperature", "max_tokens", "priority", "latency_budget_ms", "header_tier")
 
     def __init__(self, body: Any, headers: Mapping[str, str], policy: Policy, kind: str | None,
-                 index: "KeywordIndex | None" = None):
+                 index: KeywordIndex | None = None):
         if not isinstance(body, dict):
             raise RequestError("the request body must be a JSON object")
         self.body = body
@@ -129,7 +143,8 @@ class RequestView:
         prompt = body.get("prompt")
         if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
             prompt = "\n".join(prompt)
-        elif isinstance(prompt, list) and prompt and all(isinstance(p, int) and not isinstance(p, bool) for p in prompt):
+        elif (isinstance(prompt, list) and prompt
+              and all(isinstance(p, int) and not isinstance(p, bool) for p in prompt)):
             prompt = ""  # token ids: no text to read; only the numeric signals apply
         if not isinstance(prompt, str):
             raise RequestError("'prompt' is required: a string, a list of strings or a list of token ids"
@@ -255,7 +270,7 @@ def _compile(cond: Any, index: KeywordIndex) -> Pred:
     raise TypeError(f"unknown condition {type(cond).__name__}")  # unreachable: the schema forbids it
 
 
-def _compile_keywords(cond: KeywordsCond, index: "KeywordIndex") -> Pred:
+def _compile_keywords(cond: KeywordsCond, index: KeywordIndex) -> Pred:
     kw = cond.keywords
     words = frozenset(index.add(kw.scope, w) for w in kw.any if w)
     rx = re.compile("|".join(f"(?:{p})" for p in kw.regex), re.IGNORECASE) if kw.regex else None

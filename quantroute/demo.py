@@ -146,7 +146,7 @@ def runtime_fleet(src: Path, policy_file: Path, dest: Path) -> dict[str, int]:
 def create_users(db_url: str, passwords: dict[str, str] | None = None) -> dict[str, tuple[str, str]]:
     from quantroute.auth import hash_password
     from quantroute.db.engine import make_engine, session
-    from quantroute.db.user import User, get_user, update_user, create_user
+    from quantroute.db.user import User, create_user, get_user, update_user
 
     engine = make_engine(db_url)
     out = {}
@@ -211,8 +211,8 @@ def seed_staircase(stack: Stack, *, step_seconds: float = 5.0, staircase: tuple[
     from quantroute.loadtest.report import write_all
     from quantroute.loadtest.runner import LoadTestConfig, run_staircase
     from quantroute.loadtest.stats import Slo
-    from quantroute.policy.store import PolicyStore
     from quantroute.loadtest.traffic import load_traffic, with_model
+    from quantroute.policy.store import PolicyStore
 
     engine = make_engine(stack.db_url)
     policy = PolicyStore(stack.dir / "policies", engine).active()

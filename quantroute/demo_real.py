@@ -26,9 +26,9 @@ import httpx
 import yaml
 
 from quantroute.demo import DASHBOARD_APP, REPO, _spawn, _stop, _wait_http, create_users
-from quantroute.ports import free_port
 from quantroute.launcher.policy import fleet_policy
 from quantroute.launcher.spec import RealFleet, load_real_fleet
+from quantroute.ports import free_port
 from quantroute.quantize.spec import RECORD_FILE
 from quantroute.registrar import inspect_model_dir
 

@@ -125,7 +125,8 @@ def _cross_check(fleet: Fleet, data_dir: Path) -> list[tuple[str, str]]:
         if n.hardware not in hardware:
             issues.append((f"nodes[{i}].hardware", f"unknown hardware {n.hardware!r}; valid: {', '.join(hardware)}"))
         if n.model_shape and n.model_shape not in models:
-            issues.append((f"nodes[{i}].model_shape", f"unknown model shape {n.model_shape!r}; valid: {', '.join(models)}"))
+            issues.append((f"nodes[{i}].model_shape",
+                           f"unknown model shape {n.model_shape!r}; valid: {', '.join(models)}"))
         if n.id in seen_ids:
             issues.append((f"nodes[{i}].id", f"duplicate node id {n.id!r}; node ids must be unique"))
         seen_ids.add(n.id)
@@ -136,7 +137,8 @@ def _cross_check(fleet: Fleet, data_dir: Path) -> list[tuple[str, str]]:
         first = tier_of.setdefault(dep.id, (dep.tier, i))
         if first[0] != dep.tier:
             issues.append((f"nodes[{i}].deployment.id", f"deployment {dep.id!r} is tier {first[0].value} on "
-                           f"nodes[{first[1]}]; a deployment id names one artifact, give the {dep.tier.value} one its own id"))
+                           f"nodes[{first[1]}]; a deployment id names one artifact, "
+                           f"give the {dep.tier.value} one its own id"))
     return issues
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import orjson
 
@@ -13,7 +13,7 @@ class JsonFormatter(logging.Formatter):
     """ts, level, logger, message (and the exception, when there is one) as one JSON line."""
 
     def format(self, record: logging.LogRecord) -> str:
-        out = {"ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
+        out = {"ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
                "level": record.levelname.lower(), "logger": record.name, "message": record.getMessage()}
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)

@@ -24,8 +24,10 @@ class NodeIdentity(BaseModel):
     model: str = Field(min_length=1, description="Logical model the deployment belongs to, e.g. llama3-8b")
     deployment: str = Field(min_length=1, description="Concrete artifact id, e.g. llama3-8b-awq-w4a16")
     tier: Tier
-    format: str = Field(min_length=1, description="Weight format as read from the artifact: bf16, fp16, fp8, int8, int4")
-    method: str = Field(default="none", description="Quantization method: none, awq, gptq, fp8, compressed-tensors, bitsandbytes...")
+    format: str = Field(min_length=1,
+                        description="Weight format as read from the artifact: bf16, fp16, fp8, int8, int4")
+    method: str = Field(default="none",
+                        description="Quantization method: none, awq, gptq, fp8, compressed-tensors, bitsandbytes...")
     checksum: str = Field(default="", description="Artifact checksum, e.g. sha256:...")
     hardware: str = Field(default="unknown", description="Hardware class key from data/hardware.yaml, e.g. a100-80g")
     vram_gb: float | None = Field(default=None, gt=0)

@@ -8,8 +8,9 @@ the tier actually served."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from quantroute.classify import RequestError, compile_policy
 from quantroute.policy.model import Policy

@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+# isort: off
 # Importing a section appends its rows; the order of these two lines is the order of the file (and of the ids).
-import labelled_precise  # noqa: F401,E402,I001  (fp16 and fp8)
-import labelled_everyday  # noqa: F401,E402,I001  (int8 and int4)
-from labelled_common import OUT, ROWS  # noqa: E402
+import labelled_precise  # noqa: F401 - imported for its rows (fp16 and fp8)
+import labelled_everyday  # noqa: F401 - imported for its rows (int8 and int4)
+# isort: on
+from labelled_common import OUT, ROWS
 
 
 def main() -> None:

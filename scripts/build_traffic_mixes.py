@@ -1,8 +1,8 @@
 """Assemble the traffic mixes in data/traffic/ (format: data/traffic/README.md).
 
 Sources, all hand-written: the labelled requests (data/requests/labelled.jsonl, class from their label), the
-chat / neutral / sensitive one-liners and long documents in scripts/traffic_parts.py and traffic_documents.py, and the multi-turn
-sessions there. This script only chooses sampling parameters, mixes, and enforces the fleet's limits
+chat / neutral / sensitive one-liners and long documents in scripts/traffic_parts.py and traffic_documents.py,
+and the multi-turn sessions there. This script only chooses sampling parameters, mixes, and enforces the fleet's limits
 (max_tokens <= 1500, prompt <= 4000 chars). Seeded, so the output is reproducible.
 
     python scripts/build_traffic_mixes.py
@@ -13,14 +13,13 @@ from __future__ import annotations
 import copy
 import json
 import random
-import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import traffic_documents as documents  # noqa: E402
-import traffic_parts as parts  # noqa: E402
-import traffic_sessions as session_parts  # noqa: E402
+# Modules next to this script (run as a script, its folder is on sys.path).
+import traffic_documents as documents
+import traffic_parts as parts
+import traffic_sessions as session_parts
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "llama3-8b"
@@ -179,7 +178,8 @@ def build_file(rng: random.Random, *, size: int, shares: dict[str, float], sessi
 
 def build_mixed(rng: random.Random) -> list[dict]:
     out = build_file(rng, size=300, shares={"tolerant": 0.60, "neutral": 0.15, "sensitive": 0.25},
-                     sessions=session_parts.SESSIONS, fixed=document_lines(rng), variant=1, max_chars=3000, min_chars=50)
+                     sessions=session_parts.SESSIONS, fixed=document_lines(rng), variant=1, max_chars=3000,
+                     min_chars=50)
     add_stream(rng, out, 0.3)
     return out
 

@@ -47,5 +47,6 @@ def tool(name: str, description: str, properties: dict, required: list[str]) -> 
         "type": "object", "properties": properties, "required": required}}}
 
 
-S, N, I, A = ({"type": "string"}, {"type": "number"}, {"type": "integer"},
-                 lambda item: {"type": "array", "items": item})
+# One-letter JSON-schema types keep the hand-written tool schemas short.
+S, N, I, A = ({"type": "string"}, {"type": "number"}, {"type": "integer"},  # noqa: E741 - I is the integer type
+              lambda item: {"type": "array", "items": item})

@@ -1,6 +1,6 @@
 """Hand-written labelled requests, everyday work: int8 and int4 (rubric in data/requests/README.md)."""
 
-from labelled_common import MODEL, A, I, N, S, add, chat, comp, schema, tool  # noqa: F401
+from labelled_common import add, chat, comp
 
 # ---------------------------------------------------------------------------------------------------------
 # int8: ordinary assistant work at default temperature
@@ -114,7 +114,8 @@ add("i18n", "int8", "French everyday question.", chat(
     "Quelle est la différence entre 'tu' et 'vous' quand on écrit à un collègue ?"))
 add("i18n", "int8", "Japanese casual question at default temperature.", chat("東京で雨の日におすすめの過ごし方は？"))
 add("i18n", "int8", "Hindi neutral question.", chat("मुझे रोज़ कितना पानी पीना चाहिए?"))
-add("i18n", "int8", "Chinese short assistant request.", chat("帮我写一条请假的微信消息，明天上午有事。", max_tokens=100))
+add("i18n", "int8", "Chinese short assistant request.",
+    chat("帮我写一条请假的微信消息，明天上午有事。", max_tokens=100))
 
 # ---------------------------------------------------------------------------------------------------------
 # int4: creative/conversational at temperature >= 0.7, chit-chat, low-priority unstructured batch, tight budgets

@@ -1,6 +1,6 @@
 """Hand-written labelled requests, precise work: fp16 and fp8 (rubric in data/requests/README.md)."""
 
-from labelled_common import MODEL, A, I, N, S, add, chat, comp, schema, tool  # noqa: F401
+from labelled_common import MODEL, A, I, N, S, add, chat, comp, schema, tool
 
 # ---------------------------------------------------------------------------------------------------------
 # fp16: greedy/low temperature + structured or precise output; > 1000 output tokens; priority >= 9; min-tier

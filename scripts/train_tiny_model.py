@@ -26,8 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import tiny_tasks  # noqa: E402
+import tiny_tasks  # next to this script (run as a script, its folder is on sys.path)
 
 SEED = 20261130
 THREADS = 1

@@ -3,7 +3,6 @@ import pytest
 from quantroute.classify import RequestError, char_entropy, classify, compile_policy
 from quantroute.policy.loader import load_policy
 from quantroute.tiers import Tier
-
 from tests.conftest import REPO
 
 
@@ -65,8 +64,10 @@ def test_keywords_match_whole_words_only(policy):
 
 
 def test_completions_prompt_string_list_and_token_ids(policy):
-    assert policy.classify({"model": "m", "prompt": "def add(a, b):", "temperature": 0}, {}, "completion").tier == Tier.fp16
-    assert policy.classify({"model": "m", "prompt": ["Once upon a time, a story", "x"], "temperature": 1}, {}).tier == Tier.int4
+    assert policy.classify({"model": "m", "prompt": "def add(a, b):", "temperature": 0}, {},
+                           "completion").tier == Tier.fp16
+    assert policy.classify({"model": "m", "prompt": ["Once upon a time, a story", "x"], "temperature": 1},
+                           {}).tier == Tier.int4
     assert policy.classify({"model": "m", "prompt": [1, 2, 3]}, {}, "completion").tier == Tier.int8
 
 
@@ -114,7 +115,9 @@ def test_classify_accepts_plain_policy(policy):
 
 
 def test_keyword_normalization_punctuation_phrases_and_cjk(policy):
-    hits = lambda text: policy.classify(chat(text, temperature=0), {}).rule_names  # noqa: E731
+    def hits(text):
+        return policy.classify(chat(text, temperature=0), {}).rule_names
+
     assert "greedy-structured" in hits("Explain it Step-By-Step, please.")
     assert "greedy-structured" in hits("explain it step by step")
     assert "greedy-structured" in hits("(JSON) only!")

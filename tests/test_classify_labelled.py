@@ -6,13 +6,13 @@ from collections import Counter
 from quantroute.classify import compile_policy
 from quantroute.policy.loader import load_policy
 from quantroute.tiers import TIER_ORDER
-
 from tests.conftest import REPO
 
 
 def test_default_policy_agrees_with_operator_labels():
     policy = compile_policy(load_policy(REPO / "policies" / "policy-0001.yaml"))
-    rows = [json.loads(line) for line in (REPO / "data/requests/labelled.jsonl").read_text().splitlines() if line.strip()]
+    text = (REPO / "data/requests/labelled.jsonl").read_text()
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
     assert len(rows) >= 150
     cm: Counter = Counter()
     misses = []

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import text
 
 from quantroute import demo
+from quantroute.admin_client import RouterAdmin, counter_by_label
 from quantroute.db.engine import make_engine
 from quantroute.policy.store import PolicyStore
-from quantroute.admin_client import RouterAdmin, counter_by_label
 from tests.conftest import REPO
 
 

@@ -48,7 +48,8 @@ def capacity(model_key: str, gpu_key: str, context: int, kv_dtype: str, max_num_
     formats = [f for name, f in cap.FORMATS.items() if name != "bf16"]  # bf16 is fp16's twin in memory and speed
     rows = [cap.plan(shape, gpu, f, context=context, kv_dtype=kv_dtype, max_num_seqs=max_num_seqs) for f in formats]
     title = (f"{shape.name} on {gpu.name} ({gpu.vram_gb:g} GB, {gpu.bandwidth_gbs:g} GB/s), context {context}, "
-             f"KV {kv_dtype}, {cap.GPU_MEMORY_UTILIZATION:.0%} of VRAM, {cap.WORKSPACE_BYTES / cap.GIB:g} GiB workspace")
+             f"KV {kv_dtype}, {cap.GPU_MEMORY_UTILIZATION:.0%} of VRAM, "
+             f"{cap.WORKSPACE_BYTES / cap.GIB:g} GiB workspace")
     Console(width=160).print(render(rows, title=title))
     if context > shape.max_position:
         click.echo(f"note: {shape.name} was trained for {shape.max_position} tokens; --context {context} exceeds it")

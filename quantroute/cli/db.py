@@ -59,9 +59,9 @@ def prune(older_than: str, rollup_older_than: str | None, batch: int, dry_run: b
     windows still show them; only per-request detail (guards, replay, session counts) goes."""
     from datetime import timedelta
 
-    from quantroute.db import audit, request_log, request_stats
     from quantroute.cli.database import open_engine
     from quantroute.clock import utcnow
+    from quantroute.db import audit, request_log, request_stats
     from quantroute.db.engine import database_url
     from quantroute.db.engine import session as db_session
 

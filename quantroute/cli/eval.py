@@ -40,7 +40,7 @@ def _policy(policy_file: str | None, policies_dir: str, engine, console: Console
             from quantroute.policy.store import PolicyStore
 
             return PolicyStore(policies_dir, engine).active()
-    except Exception as e:  # metadata is a nicety: fall back to what the endpoints report
+    except Exception as e:  # noqa: BLE001 - metadata is a nicety: fall back to what the endpoints report
         if policy_file:
             raise click.ClickException(f"--policy {policy_file}: {e}") from None
         console.print(f"[yellow]policy not used ({e}); artifact metadata comes from the endpoints[/yellow]")
@@ -91,7 +91,8 @@ def print_view(view: RunView, console: Console) -> None:
     if view.failing_only_in_candidate:
         console.print(f"[bold]failing only in the candidate[/bold] ({len(view.failing_only_in_candidate)}):")
         for d in view.failing_only_in_candidate[:12]:
-            console.print(f"  {d.category:<12} {d.item_id:<28} {' '.join(d.candidate_detail.split())[:90]}", markup=False)
+            console.print(f"  {d.category:<12} {d.item_id:<28} {' '.join(d.candidate_detail.split())[:90]}",
+                          markup=False)
     for note in view.verdict.notes:
         console.print(f"[dim]note: {note}[/dim]")
     style = "bold green" if view.verdict.passed else "bold red"
@@ -103,7 +104,8 @@ def eval_group() -> None:
     """Paired evals (baseline vs candidate deployment) and the eval gate."""
 
 
-def _gate(threshold: float, category_threshold: tuple[str, ...], validity_threshold: float, min_items: int) -> GateConfig:
+def _gate(threshold: float, category_threshold: tuple[str, ...], validity_threshold: float,
+          min_items: int) -> GateConfig:
     try:
         cats = parse_category_thresholds(category_threshold)
     except ValueError as e:
@@ -116,7 +118,8 @@ def _gate(threshold: float, category_threshold: tuple[str, ...], validity_thresh
 @click.option("--suite", "suite_path", required=True, type=click.Path(dir_okay=False), help="JSONL suite file.")
 @click.option("--baseline", required=True, help="URL[#deployment] of the baseline (e.g. the fp16 deployment).")
 @click.option("--candidate", required=True, help="URL[#deployment] of the candidate (e.g. an int4 deployment).")
-@click.option("--concurrency", default=8, show_default=True, type=click.IntRange(1, 256), help="Requests in flight per arm.")
+@click.option("--concurrency", default=8, show_default=True, type=click.IntRange(1, 256),
+              help="Requests in flight per arm.")
 @click.option("--threshold", default=0.02, show_default=True, type=click.FloatRange(0, 1),
               help="Largest allowed overall drop, as a fraction (0.02 = 2 points).")
 @click.option("--category-threshold", multiple=True, metavar="CATEGORY=DROP",
@@ -203,7 +206,8 @@ def list_cmd(limit: int, db_url: str | None) -> None:
 def print_comparison(cmp: RunComparison, console: Console) -> None:
     a, b = cmp.a.run["id"], cmp.b.run["id"]
     if not cmp.same_suite:
-        console.print("[yellow]the runs used different suites (hashes differ): rates are not strictly comparable[/yellow]")
+        console.print("[yellow]the runs used different suites (hashes differ): "
+                      "rates are not strictly comparable[/yellow]")
     for line in cmp.arm_changes or ["arms and artifacts: unchanged"]:
         console.print(f"  {line}")
     t = Table(title=f"run {a} -> run {b} (candidate pass rate %, delta vs own baseline in points)")

@@ -50,7 +50,10 @@ def up(ctx: click.Context, engine: str, fleet_path: Path, router_url: str | None
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    say = lambda n, s: click.echo(f"  {n.node.id:<10} {s}")  # noqa: E731
+
+    def say(n, s) -> None:
+        click.echo(f"  {n.node.id:<10} {s}")
+
     click.echo(f"starting {len(spec.nodes)} vLLM servers from {fleet_path} (~3.3 GB RAM each, 25-55 s to ready)")
     try:
         with vllm.running_fleet(spec, python=interpreter, log_dir=log_dir, progress=say) as nodes:

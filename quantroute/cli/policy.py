@@ -14,7 +14,8 @@ from quantroute.policy.loader import PolicyValidationError, load_policy
 
 DIR_OPT = click.option("--policies", "policies_dir", default=lambda: _env("QUANTROUTE_POLICIES", "policies"),
                        show_default="policies", type=click.Path(file_okay=False), help="policy versions directory")
-DB_OPT = click.option("--db", "db_url", default=None, help="database URL (default $DATABASE_URL or sqlite:///data/quantroute.db)")
+DB_OPT = click.option("--db", "db_url", default=None,
+                      help="database URL (default $DATABASE_URL or sqlite:///data/quantroute.db)")
 
 
 def _env(name: str, default: str) -> str:
@@ -69,7 +70,8 @@ def validate(file: str) -> None:
         click.echo(str(e), err=True)
         sys.exit(1)
     models = ", ".join(sorted(p.models()))
-    click.echo(f"ok: {file}: version {p.version}, {len(p.tiers)} tiers ({', '.join(t.value for t in p.tier_ladder())}), "
+    ladder = ", ".join(t.value for t in p.tier_ladder())
+    click.echo(f"ok: {file}: version {p.version}, {len(p.tiers)} tiers ({ladder}), "
                f"{len(p.rules)} rules, {len(p.thresholds)} thresholds, models: {models}, "
                f"{len(p.canaries)} canary spec(s)")
 
@@ -133,7 +135,8 @@ def explain(request_file: str, policy_file: str | None, headers: tuple[str, ...]
 
 @policy.command()
 @click.option("--parent", type=int, help="version to start from (default: the active version)")
-@click.option("--file", "file", type=click.Path(dir_okay=False), help="YAML with the new content (default: a copy of the parent)")
+@click.option("--file", "file", type=click.Path(dir_okay=False),
+              help="YAML with the new content (default: a copy of the parent)")
 @click.option("--author", required=True)
 @click.option("--message", "-m", required=True)
 @DIR_OPT
@@ -145,10 +148,11 @@ def new(parent: int | None, file: str | None, author: str, message: str, policie
     parent = parent if parent is not None else store.active_version()
     body = load_policy(file) if file else store.load(parent)
     v = store.new(parent=parent, author=author, message=message, policy=body)
-    click.echo(f"wrote {store.path(v)} (version {v}, parent {parent}); it needs a reviewer's approval before activation")
+    click.echo(f"wrote {store.path(v)} (version {v}, parent {parent}); "
+               "it needs a reviewer's approval before activation")
 
 
-def _resolve(ref: str, store) -> "object":
+def _resolve(ref: str, store) -> object:
     if ref.isdigit():
         return store.load(int(ref))
     return load_policy(ref)

@@ -31,9 +31,9 @@ def _common(fn):
 
 
 def _service(policies_dir: str, db_url: str | None, routers: tuple[str, ...], admin_token: str | None):
+    from quantroute.admin_client import RouterAdmin
     from quantroute.cli.database import open_engine
     from quantroute.policy.store import PolicyStore
-    from quantroute.admin_client import RouterAdmin
     from quantroute.rollout.service import RolloutService
 
     engine = open_engine(db_url)

@@ -39,7 +39,8 @@ async def _serve(server) -> None:
 
 
 @click.command("sim")
-@click.option("--fleet", "fleet_path", default=str(DATA_DIR / "fleet.yaml"), show_default="the packaged data/fleet.yaml",
+@click.option("--fleet", "fleet_path", default=str(DATA_DIR / "fleet.yaml"),
+              show_default="the packaged data/fleet.yaml",
               type=click.Path(dir_okay=False))
 @click.option("--time-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
               help="wall seconds per simulated second (0.01 = 100x faster, same ratios)")

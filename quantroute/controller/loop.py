@@ -19,6 +19,8 @@ from datetime import datetime
 import httpx
 from sqlalchemy.engine import Engine
 
+from quantroute.admin_client import RouterAdmin
+from quantroute.clock import utcnow
 from quantroute.controller import webhooks
 from quantroute.controller.leader import LeaderLock, leader_lock
 from quantroute.controller.metrics import ControllerMetrics
@@ -26,11 +28,9 @@ from quantroute.controller.settings import ControllerSettings
 from quantroute.controller.status import Line, heartbeat_line
 from quantroute.db import controller as heartbeat
 from quantroute.db import rollout as rdb
-from quantroute.clock import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout.service import CONTROLLER, RolloutService
-from quantroute.admin_client import RouterAdmin
 
 log = logging.getLogger("quantroute.controller")
 
@@ -113,7 +113,7 @@ class Controller:
                 for what in self.service.reconcile(model, by=CONTROLLER):
                     actions.append(f"{model}: {what}")
                     log.info("%s: %s", model, what)
-            except Exception as e:  # noqa: BLE001 - one model's failure must not stop the others
+            except Exception as e:
                 error = f"{model}: {type(e).__name__}: {e}"
                 self.metrics.errors.inc()
                 log.exception("reconciling %s", model)
@@ -124,7 +124,7 @@ class Controller:
             return
         try:
             out = webhooks.deliver(self.engine, self.http, self.settings.webhooks, self.backoff)
-        except Exception:  # noqa: BLE001 - notifications never stop reconciliation
+        except Exception:
             log.exception("webhook delivery")
             return
         self.metrics.webhook_delivered.inc(out.delivered)

@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 import httpx
 from sqlalchemy.engine import Engine
 
-from quantroute.db import notification as outbox
 from quantroute.clock import aware, utcnow
+from quantroute.db import notification as outbox
 from quantroute.db.engine import session as db_session
 
 

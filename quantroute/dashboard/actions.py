@@ -10,13 +10,13 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from quantroute.admin_client import RouterAdmin, RouterUnavailable
 from quantroute.auth import require
 from quantroute.db import audit
 from quantroute.db.engine import session as open_session
 from quantroute.db.session_pin import delete_pin
 from quantroute.policy.model import Policy
 from quantroute.policy.store import PolicyStore
-from quantroute.admin_client import RouterAdmin, RouterUnavailable
 
 
 @contextmanager

@@ -39,7 +39,8 @@ def tier_timeseries(df: pd.DataFrame, metric: str, window: tuple[pd.Timestamp, p
     domain = tiers or TIERS
     return alt.Chart(df, title=title).mark_line(point=alt.OverlayMarkDef(size=20)).encode(
         x=alt.X("time:T", title=None, scale=x_scale, axis=alt.Axis(format=TIME_FORMAT, labelOverlap=True)),
-        y=alt.Y(f"{metric}:Q", title=title, axis=alt.Axis(format=axis_fmt, tickMinStep=1 if metric == "waiting" else alt.Undefined),
+        y=alt.Y(f"{metric}:Q", title=title, axis=alt.Axis(format=axis_fmt,
+                                                          tickMinStep=1 if metric == "waiting" else alt.Undefined),
                 scale=alt.Scale(domain=[0, _y_top(df[metric] if metric in df else pd.Series(dtype=float), floor)])),
         color=alt.Color("tier:N", scale=alt.Scale(domain=domain, range=[TIER_COLOURS[t] for t in domain]),
                         sort=domain, title="tier"),

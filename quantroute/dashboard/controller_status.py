@@ -15,8 +15,8 @@ import streamlit as st
 from sqlalchemy import func
 from sqlmodel import select
 
-from quantroute.dashboard import data
 from quantroute.controller.loop import leader_status
+from quantroute.dashboard import data
 from quantroute.db import notification as outbox
 from quantroute.db import rollout as rdb
 from quantroute.db.audit import utcnow
@@ -45,7 +45,8 @@ def _change_token(engine) -> tuple:
 def _status(engine) -> None:
     now = utcnow()
     line = leader_status(engine, now)
-    (st.success if line.ok else st.error)(line.text, icon=":material/monitor_heart:" if line.ok else ":material/warning:")
+    show = st.success if line.ok else st.error
+    show(line.text, icon=":material/monitor_heart:" if line.ok else ":material/warning:")
     failed = delivery_failures(engine, now)
     if not failed.empty:
         st.warning(f"{len(failed)} webhook notification(s) not delivered in the last 24 h (retried with backoff; "

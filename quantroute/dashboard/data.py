@@ -11,10 +11,10 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from quantroute.admin_client import RouterAdmin, RouterUnavailable
 from quantroute.dashboard import queries
 from quantroute.dashboard.settings import DashboardSettings
 from quantroute.policy.store import PolicyStore
-from quantroute.admin_client import RouterAdmin, RouterUnavailable
 
 TTL_S = 5
 

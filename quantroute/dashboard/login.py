@@ -7,10 +7,9 @@ from __future__ import annotations
 import streamlit as st
 
 from quantroute.auth import AuthError, authenticate
+from quantroute.dashboard import data
 from quantroute.db.engine import session as open_session
 from quantroute.db.user import get_user
-
-from quantroute.dashboard import data
 
 
 def _oidc_configured() -> bool:

@@ -112,9 +112,10 @@ def rules(draft: dict, ids: list[int], gen: int, slots: dict, previous: list[str
     """The rules kept (not removed) and their row ids. `previous`: last run's issue slot paths (they decide
     which rules open)."""
     out, kept = [], []
-    for i, (rid, rule) in enumerate(zip(ids, draft.get("rules", []))):
+    for rid, rule in zip(ids, draft.get("rules", [])):
         mine = [p for p in previous if under(p, row_slot("rules", rid))]
-        label = f"{'⚠️ ' if mine else ''}{rule['name']}  (weight {rule['weight']:g}{'' if rule.get('enabled', True) else ', disabled'})"
+        disabled = "" if rule.get("enabled", True) else ", disabled"
+        label = f"{'⚠️ ' if mine else ''}{rule['name']}  (weight {rule['weight']:g}{disabled})"
         with st.expander(label, expanded=bool(mine)):
             r = copy.deepcopy(rule)
             c1, c2, c3 = st.columns([1, 1, 1])

@@ -10,7 +10,7 @@ queries stay on request_log, bounded by their window and the time index."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pandas as pd
@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 
 
 def _since(window_s: float, now: datetime | None = None) -> datetime:
-    return (now or datetime.now(timezone.utc)) - timedelta(seconds=window_s)
+    return (now or datetime.now(UTC)) - timedelta(seconds=window_s)
 
 
 def _bucket_expr(engine: Engine, bucket_s: int) -> str:
@@ -32,7 +32,7 @@ def _bucket_expr(engine: Engine, bucket_s: int) -> str:
 def _ts_param(engine: Engine, dt: datetime) -> Any:
     # SQLite compares the stored naive-UTC text; give it the same shape.
     if engine.dialect.name == "sqlite":
-        return dt.astimezone(timezone.utc).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+        return dt.astimezone(UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
     return dt
 
 
@@ -53,7 +53,7 @@ def _rollup_bounds(engine: Engine, window_s: float, now: datetime | None) -> dic
     since = _since(window_s, now)
     epoch = since.timestamp()
     minute0 = int(-(-epoch // 60) * 60)  # ceil to the minute
-    head_end = datetime.fromtimestamp(minute0, timezone.utc)
+    head_end = datetime.fromtimestamp(minute0, UTC)
     return {"since": _ts_param(engine, since), "head_end": _ts_param(engine, head_end), "minute0": minute0}
 
 
@@ -174,7 +174,7 @@ def pinned_sessions(engine: Engine, *, limit: int = 2000, now: datetime | None =
     """Live pins with the number of requests each session made (index on request_log.session_key) and how
     many of them took their tier from the pin: those that arrived after it was written (the first request,
     whose score chose the tier, arrived before; the router marks the others `x-quantroute-pinned: true`)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return _frame(engine, """
         SELECT p.session_key, p.model, p.tier, p.arm, p.deployment, p.policy_version,
                p.created_at AS since, p.last_used AS last_seen, p.expires_at,

@@ -3,7 +3,7 @@ The Rollouts page and `quantroute controller status` read the leader's row to sa
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlmodel import Field, Session, SQLModel, select
 
@@ -23,7 +23,7 @@ class ControllerHeartbeat(SQLModel, table=True):
     last_error: str | None = None
 
     def age_s(self, now: datetime) -> float:
-        at = self.last_pass_at if self.last_pass_at.tzinfo else self.last_pass_at.replace(tzinfo=timezone.utc)
+        at = self.last_pass_at if self.last_pass_at.tzinfo else self.last_pass_at.replace(tzinfo=UTC)
         return (now - at).total_seconds()
 
 

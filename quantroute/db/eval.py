@@ -27,9 +27,11 @@ class EvalRun(SQLModel, table=True):
     baseline_deployment: str = Field(index=True)
     candidate_deployment: str = Field(index=True)
     candidate_tier: str | None = Field(default=None, index=True)
-    baseline: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))  # url, tier, artifact
+    # url, tier, artifact
+    baseline: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     candidate: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
-    params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))  # gate config, concurrency
+    # gate config, concurrency
+    params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     code_version: str = ""
     gate_passed: bool | None = Field(default=None, index=True)
     report: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
@@ -107,7 +109,7 @@ def results_of(*, session: Session, run_id: int) -> list[EvalResult]:
 def passing_runs_by_tier(*, session: Session, suite_hash: str, baseline_deployment: str) -> dict[str, int]:
     """For each candidate tier, the newest run on the same suite and baseline whose gate passed."""
     q = (select(EvalRun).where(EvalRun.suite_hash == suite_hash, EvalRun.baseline_deployment == baseline_deployment,
-                               EvalRun.gate_passed == True, EvalRun.status == "done")  # noqa: E712
+                               EvalRun.gate_passed == True, EvalRun.status == "done")  # noqa: E712 - SQL comparison
          .order_by(EvalRun.id.desc()))
     out: dict[str, int] = {}
     for run in session.exec(q):
@@ -118,6 +120,7 @@ def passing_runs_by_tier(*, session: Session, suite_hash: str, baseline_deployme
 
 def latest_passing_run(*, session: Session, candidate_deployment: str) -> EvalRun | None:
     """What canary guards ask: has this deployment passed the gate?"""
-    q = (select(EvalRun).where(EvalRun.candidate_deployment == candidate_deployment, EvalRun.gate_passed == True)  # noqa: E712
+    q = (select(EvalRun).where(EvalRun.candidate_deployment == candidate_deployment,
+                               EvalRun.gate_passed == True)  # noqa: E712 - SQL comparison
          .order_by(EvalRun.id.desc()).limit(1))
     return session.exec(q).first()

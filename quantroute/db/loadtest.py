@@ -125,7 +125,7 @@ def passed_at_concurrency(session: Session, *, concurrency: int, deployment: str
     """The newest run with a step at `concurrency` or more that met every limit: the rollout checklist's
     "staircase load test run at the target concurrency". None when there is no such run."""
     q = (select(LoadTestRun).join(LoadTestStep, col(LoadTestStep.run_id) == col(LoadTestRun.id))
-         .where(LoadTestStep.passed == True, col(LoadTestStep.concurrency) >= concurrency))  # noqa: E712
+         .where(LoadTestStep.passed == True, col(LoadTestStep.concurrency) >= concurrency))  # noqa: E712 - SQL comparison
     if deployment is not None:
         q = q.where(LoadTestRun.deployment == deployment)
     if model is not None:

@@ -10,7 +10,7 @@ Key columns hold '' instead of NULL: a primary key cannot contain NULL, and ON C
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -48,7 +48,7 @@ class RequestStatsMinute(SQLModel, table=True):
 def epoch_minute(ts: datetime) -> int:
     """Start of ts's minute in epoch seconds; naive datetimes are UTC (that is how SQLite hands them back)."""
     if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=timezone.utc)
+        ts = ts.replace(tzinfo=UTC)
     return int(ts.timestamp()) // 60 * 60
 
 

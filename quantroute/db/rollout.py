@@ -19,7 +19,7 @@ def _aware(dt: datetime | None) -> datetime | None:
 
 # Phases of a rollout that still owns its model's canary (machine.Phase minus the terminal ones).
 LIVE_PHASES = ("gated", "awaiting-approval", "progressing", "paused", "rolling-back")
-_LIVE = text("phase IN (%s)" % ", ".join(f"'{p}'" for p in LIVE_PHASES))
+_LIVE = text(f"phase IN ({', '.join(repr(p) for p in LIVE_PHASES)})")
 
 
 class Rollout(SQLModel, table=True):
@@ -63,7 +63,7 @@ class Rollout(SQLModel, table=True):
     observed_version: int | None = None
     observed_at: datetime | None = None
 
-    def fix_times(self) -> "Rollout":
+    def fix_times(self) -> Rollout:
         self.started_at, self.updated_at, self.step_at = map(_aware, (self.started_at, self.updated_at, self.step_at))
         self.observed_at = _aware(self.observed_at)
         return self

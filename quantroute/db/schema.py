@@ -50,7 +50,7 @@ def db_revisions(engine: Engine) -> set[str] | None:
 
     with engine.connect() as conn:
         ctx = MigrationContext.configure(conn)
-        if not ctx._has_version_table():  # noqa: SLF001 - alembic offers no public "is there a schema" check
+        if not ctx._has_version_table():
             return None
         return set(ctx.get_current_heads())
 

@@ -1,10 +1,19 @@
 """Imports every table module so SQLModel.metadata knows the whole schema (Alembic and tests use it).
 Each feature area adds its own module here and its own migration branch off `0001_core`."""
 
-from quantroute.db import audit, policy_state  # noqa: F401
-from quantroute.db import node, request_log, request_stats, session_pin  # noqa: F401  (router)
-from quantroute.db import eval as _eval  # noqa: F401  (evals)
-from quantroute.db import user  # noqa: F401  (dashboard users)
-from quantroute.db import rollout  # noqa: F401  (rollouts)
-from quantroute.db import loadtest  # noqa: F401  (staircase load tests)
-from quantroute.db import controller, notification  # noqa: F401  (rollout controller, webhooks)
+# Imported for their side effect (each module's tables register on SQLModel.metadata): ruff's F401 is off for
+# this file in pyproject.toml.
+from quantroute.db import (
+    audit,
+    controller,
+    loadtest,
+    node,
+    notification,
+    policy_state,
+    request_log,
+    request_stats,
+    rollout,
+    session_pin,
+    user,
+)
+from quantroute.db import eval as _eval

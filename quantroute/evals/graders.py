@@ -14,8 +14,17 @@ from pydantic import BaseModel
 
 from quantroute.evals import sandbox
 from quantroute.evals.suite import (
-    FORMAT_GRADERS, CodeGrader, ContainsGrader, EvalItem, ExactGrader, JsonSchemaGrader, JsonValidGrader,
-    NormalizedGrader, NumericGrader, RegexGrader)
+    FORMAT_GRADERS,
+    CodeGrader,
+    ContainsGrader,
+    EvalItem,
+    ExactGrader,
+    JsonSchemaGrader,
+    JsonValidGrader,
+    NormalizedGrader,
+    NumericGrader,
+    RegexGrader,
+)
 
 
 class Grade(BaseModel):
@@ -80,7 +89,8 @@ def subset_mismatch(expected: Any, actual: Any, path: str = "$") -> str | None:
                 return why
         return None
     if isinstance(expected, str) and isinstance(actual, str):
-        return None if expected.strip().casefold() == actual.strip().casefold() else f"{path}: {actual!r} != {expected!r}"
+        same = expected.strip().casefold() == actual.strip().casefold()
+        return None if same else f"{path}: {actual!r} != {expected!r}"
     if isinstance(expected, (int, float)) and isinstance(actual, (int, float)) and not isinstance(actual, bool):
         return None if math.isclose(expected, actual, rel_tol=1e-9, abs_tol=1e-9) else f"{path}: {actual} != {expected}"
     return None if expected == actual else f"{path}: {actual!r} != {expected!r}"

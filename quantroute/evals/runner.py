@@ -155,7 +155,8 @@ async def ask(client: httpx.AsyncClient, arm: Arm, item: EvalItem, settings: Run
                 usage = data.get("usage") or {}
                 return Answer(text=_content(choice.get("message") or {}), finish_reason=choice.get("finish_reason"),
                               model=str(data.get("model", "")), latency_ms=latency, attempts=attempt,
-                              prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"))
+                              prompt_tokens=usage.get("prompt_tokens"),
+                              completion_tokens=usage.get("completion_tokens"))
             last_error = f"HTTP {r.status_code}: {r.text[:200]}"
             if r.status_code != 429 and r.status_code < 500:
                 return Answer(attempts=attempt, error=last_error)

@@ -4,11 +4,10 @@ These are the functions the CLI and the dashboard call."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import asyncio
 import json
 import subprocess
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -178,7 +177,8 @@ def load_run(engine: Engine, run_id: int, *, gate: GateConfig | None = None) -> 
         rows = db.results_of(session=s, run_id=run_id)
     seed = int(run.params.get("seed", 0))
     report = build_report(pairs_from_rows(rows), category_order=list(CATEGORIES), seed=seed)
-    if gate is None and run.verdict is not None and run.report is not None and report.model_dump(mode="json") == run.report:
+    if (gate is None and run.verdict is not None and run.report is not None
+            and report.model_dump(mode="json") == run.report):
         verdict = Verdict.model_validate(run.verdict)
     else:
         cfg = gate or GateConfig.model_validate(run.params.get("gate", {}))

@@ -82,6 +82,11 @@ def paired_bootstrap_ci(diffs: np.ndarray, *, seed: int, samples: int = BOOTSTRA
     return float(low), float(high)
 
 
+def rate(xs) -> float:
+    """The mean of pass/fail flags; 0.0 for none."""
+    return float(np.mean(xs)) if len(xs) else 0.0
+
+
 def compare(name: str, pairs: list[Pair], *, seed: int = 0) -> Comparison:
     n = len(pairs)
     base = np.array([p.base_pass for p in pairs], dtype=float)
@@ -90,7 +95,6 @@ def compare(name: str, pairs: list[Pair], *, seed: int = 0) -> Comparison:
     only_base = sum(1 for p in pairs if p.cand_pass and not p.base_pass)
     low, high = paired_bootstrap_ci(cand - base, seed=seed)
     checked = [p for p in pairs if p.checks_validity]
-    rate = (lambda xs: float(np.mean(xs)) if len(xs) else 0.0)
     return Comparison(
         name=name, n=n, base_rate=rate(base), cand_rate=rate(cand), delta=rate(cand) - rate(base),
         ci_low=low, ci_high=high, p_value=mcnemar_exact(only_cand, only_base),

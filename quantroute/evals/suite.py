@@ -59,7 +59,7 @@ class ContainsGrader(_Spec):
     case_sensitive: bool = False
 
     @model_validator(mode="after")
-    def _something_to_check(self) -> "ContainsGrader":
+    def _something_to_check(self) -> ContainsGrader:
         if not (self.all_of or self.any_of or self.none_of):
             raise ValueError("give at least one of all_of, any_of, none_of")
         return self
@@ -138,7 +138,7 @@ class EvalItem(BaseModel):
     tags: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _messages_or_prompt(self) -> "EvalItem":
+    def _messages_or_prompt(self) -> EvalItem:
         if (self.messages is None) == (self.prompt is None):
             raise ValueError("give exactly one of messages or prompt")
         if self.messages is not None and (not self.messages or self.messages[-1].role != "user"):

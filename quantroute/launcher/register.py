@@ -7,8 +7,8 @@ from pathlib import Path
 
 import httpx
 
-from quantroute.registrar import build_registration, inspect_model_dir
 from quantroute.node import NodeIdentity
+from quantroute.registrar import build_registration, inspect_model_dir
 
 
 class RegistrationError(RuntimeError):

@@ -15,9 +15,9 @@ from collections.abc import Iterable
 
 from quantroute.classify import compile_policy
 from quantroute.fleet import Fleet
+from quantroute.loadtest.traffic import TrafficLine
 from quantroute.policy.model import DeploymentMeta, Policy, Rule, Threshold, TierSpec
 from quantroute.tiers import Tier, cheapest_served_tier
-from quantroute.loadtest.traffic import TrafficLine
 
 # Why these: greedy decoding is where quantization noise flips the winning token (seed 000), so temperature <= 0.2
 # alone is worth a higher tier; rewriting tasks (summaries, extraction, translation) must stay faithful to a

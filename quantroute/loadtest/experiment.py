@@ -34,8 +34,8 @@ from quantroute.fleet import Fleet
 from quantroute.loadtest.arms import top_tier_share
 from quantroute.loadtest.stack import FleetStack, fleet_stack
 from quantroute.loadtest.stats import Slo, StepStats, breach, summarize
-from quantroute.policy.model import Policy
 from quantroute.loadtest.traffic import RequestResult, TrafficLine, replay, units
+from quantroute.policy.model import Policy
 
 
 class Invariants(BaseModel):
@@ -216,7 +216,8 @@ def step_result(concurrency: int, spans: Sequence[tuple[float, float, dict[str, 
         for x in cs:
             for t, n in x.tiers.items():
                 tiers[t] += n
-        by_class[c] = {"requests": sum(x.requests for x in cs), "e2e_p95_ms": _ms(_median([x.e2e_p95_ms for x in cs]), ts),
+        by_class[c] = {"requests": sum(x.requests for x in cs),
+                       "e2e_p95_ms": _ms(_median([x.e2e_p95_ms for x in cs]), ts),
                        "ttft_p95_ms": _ms(_median([x.ttft_p95_ms for x in cs]), ts), "tiers": dict(tiers)}
     tiers_all: dict[str, int] = defaultdict(int)
     status: dict[str, int] = defaultdict(int)

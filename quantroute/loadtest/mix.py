@@ -19,7 +19,8 @@ def unit_class(unit: Unit) -> str | None:
     return "tolerant" if all(tolerant) else ("other" if not any(tolerant) else None)
 
 
-def tolerant_mix(lines: Iterable[TrafficLine], share: float, *, requests: int = 300, seed: int = 0) -> list[TrafficLine]:
+def tolerant_mix(lines: Iterable[TrafficLine], share: float, *, requests: int = 300,
+                 seed: int = 0) -> list[TrafficLine]:
     """About `requests` lines of which a fraction `share` (0..1) is tolerant, units drawn with replacement and
     shuffled. Session ids are made unique per draw."""
     if not 0 <= share <= 1:

@@ -32,7 +32,8 @@ class LiveProgress:
         self.live.__exit__(*exc)
 
     def step_started(self, index: int, load: str, warmup_s: float, seconds: float) -> None:
-        self.step, self.t0, self.seconds = f"step {index + 1}/{self.total} ({load})", time.perf_counter(), warmup_s + seconds
+        self.step = f"step {index + 1}/{self.total} ({load})"
+        self.t0, self.seconds = time.perf_counter(), warmup_s + seconds
 
     def tick(self, results: Sequence[RequestResult], phase: str) -> None:
         done = len(results)

@@ -117,7 +117,7 @@ async def run_step(config: LoadTestConfig, traffic: Sequence[TrafficLine], index
     stop.set()
     try:
         await asyncio.wait_for(asyncio.shield(task), config.drain_seconds)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         task.cancel()  # cut the stragglers; their tokens inside the window still count
         await asyncio.gather(task, return_exceptions=True)
     if task.done() and not task.cancelled() and task.exception() is not None:

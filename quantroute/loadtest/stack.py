@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
-import types
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +71,7 @@ def _router_child(settings_data: dict, conn) -> None:
         with running_router(settings, use_db=settings.db_url is not None) as url:
             conn.send(url)
             conn.recv()
-    except BaseException as e:  # noqa: BLE001
+    except BaseException as e:  # noqa: BLE001 - tell the parent why, instead of leaving it waiting
         with contextlib.suppress(Exception):
             conn.send({"error": repr(e)})
 

@@ -306,7 +306,7 @@ async def _open_loop(client, base_url, feed, rate: float, rng: random.Random, st
             t.add_done_callback(running.discard)
             try:
                 await asyncio.wait_for(stop_event.wait(), rng.expovariate(rate))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         if running:
             await asyncio.gather(*running)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
-from quantroute.db import tables  # noqa: F401  (registers every table on SQLModel.metadata)
+from quantroute.db import tables  # noqa: F401 - registers every table on SQLModel.metadata
 
 target_metadata = SQLModel.metadata
 

@@ -73,7 +73,8 @@ def _thresholds(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[Ch
             gone.remove(x)
             came.remove(y)
             if key == "tier":
-                changes.append(Change("thresholds", "changed", f"thresholds.{x[1]}", f"score>={x[0]}", f"score>={y[0]}"))
+                changes.append(Change("thresholds", "changed", f"thresholds.{x[1]}", f"score>={x[0]}",
+                                      f"score>={y[0]}"))
             else:
                 changes.append(Change("thresholds", "changed", f"thresholds.score>={x[0]}", x[1], y[1]))
     changes += [Change("thresholds", "removed", f"thresholds.score>={s}", old=t) for s, t in gone]

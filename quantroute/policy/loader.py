@@ -73,7 +73,8 @@ def semantic_issues(p: Policy) -> list[Issue]:
     seen: dict[str, int] = {}
     for i, t in enumerate(p.tiers):
         if t.name.value in seen:
-            issues.append(Issue(f"tiers[{i}].name", f"duplicate tier {t.name.value!r} (also tiers[{seen[t.name.value]}])"))
+            issues.append(Issue(f"tiers[{i}].name",
+                                f"duplicate tier {t.name.value!r} (also tiers[{seen[t.name.value]}])"))
         seen.setdefault(t.name.value, i)
     ranks = [t.rank for t in ladder]
     if ranks != sorted(ranks):
@@ -91,7 +92,8 @@ def semantic_issues(p: Policy) -> list[Issue]:
                 where.setdefault(dep, path)
     for dep, meta in p.deployments.items():
         if dep not in where:
-            issues.append(Issue(f"deployments.{dep}", "no tier lists this deployment; add it under tiers[].deployments"))
+            issues.append(Issue(f"deployments.{dep}",
+                                "no tier lists this deployment; add it under tiers[].deployments"))
         elif p.deployment_model(dep) != meta.model:
             issues.append(Issue(f"deployments.{dep}.model",
                                 f"{meta.model!r} but the tiers list it under model {p.deployment_model(dep)!r}"))
@@ -123,7 +125,8 @@ def semantic_issues(p: Policy) -> list[Issue]:
     for i, c in enumerate(p.canaries):
         path = f"canaries[{i}]"
         if c.model not in models:
-            issues.append(Issue(f"{path}.model", f"unknown model {c.model!r}; tiers list: {', '.join(sorted(models)) or 'none'}"))
+            issues.append(Issue(f"{path}.model",
+                                f"unknown model {c.model!r}; tiers list: {', '.join(sorted(models)) or 'none'}"))
         if c.model in seen_canary:
             issues.append(Issue(f"{path}.model", f"a canary for {c.model!r} is already defined"))
         seen_canary.add(c.model)
@@ -132,7 +135,8 @@ def semantic_issues(p: Policy) -> list[Issue]:
             if dep not in where:
                 issues.append(Issue(f"{path}.{key}", f"deployment {dep!r} is not listed by any tier"))
             elif p.deployment_model(dep) != c.model:
-                issues.append(Issue(f"{path}.{key}", f"deployment {dep!r} belongs to model {p.deployment_model(dep)!r}, not {c.model!r}"))
+                issues.append(Issue(f"{path}.{key}", f"deployment {dep!r} belongs to model "
+                                                     f"{p.deployment_model(dep)!r}, not {c.model!r}"))
         if c.baseline == c.candidate:
             issues.append(Issue(f"{path}.candidate", "the candidate must be a new deployment id, not the baseline's"))
         if c.percent not in (0, *c.steps):

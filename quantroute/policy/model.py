@@ -29,7 +29,7 @@ class Range(Strict):
     max: float | None = None
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Range":
+    def _ordered(self) -> Range:
         if self.min is None and self.max is None:
             raise ValueError("give at least one of min or max")
         if self.min is not None and self.max is not None and self.min > self.max:
@@ -73,7 +73,7 @@ class Keywords(Strict):
         return patterns
 
     @model_validator(mode="after")
-    def _something(self) -> "Keywords":
+    def _something(self) -> Keywords:
         if not self.any and not self.regex:
             raise ValueError("give keywords in 'any' or patterns in 'regex'")
         return self
@@ -158,15 +158,15 @@ class StreamCond(Strict):
 
 
 class AllCond(Strict):
-    all: list["Condition"] = Field(min_length=1)
+    all: list[Condition] = Field(min_length=1)
 
 
 class AnyCond(Strict):
-    any: list["Condition"] = Field(min_length=1)
+    any: list[Condition] = Field(min_length=1)
 
 
 class NotCond(Strict):
-    not_: "Condition" = Field(alias="not")
+    not_: Condition = Field(alias="not")
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
@@ -190,7 +190,9 @@ def _condition_kind(value: object) -> str | None:
 
 
 Condition = Annotated[
-    Union[tuple(Annotated[cls, Tag(k)] for k, cls in CONDITION_KINDS.items())],  # type: ignore[misc]
+    # A union built at runtime from the table of kinds, each tagged for the discriminator (`X | Y` cannot
+    # spell a union of a computed tuple).
+    Union[tuple(Annotated[cls, Tag(k)] for k, cls in CONDITION_KINDS.items())],  # type: ignore[misc]  # noqa: UP007 - see above
     Discriminator(_condition_kind, custom_error_type="condition",
                   custom_error_message="a condition needs exactly one of: " + ", ".join(CONDITION_KINDS)),
 ]

@@ -15,7 +15,7 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -23,10 +23,25 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from quantroute.db import audit
-from quantroute.db.policy_state import (PolicyActivation, PolicyApproval, PolicyVersionRow, active_version,
-                                        approval_of, version_numbers, version_row, version_rows)
-from quantroute.policy.loader import (Issue, PolicyValidationError, canonical_hash, dump_policy, parse_policy,
-                                      policy_to_data, validate_data)
+from quantroute.db.policy_state import (
+    PolicyActivation,
+    PolicyApproval,
+    PolicyVersionRow,
+    active_version,
+    approval_of,
+    version_numbers,
+    version_row,
+    version_rows,
+)
+from quantroute.policy.loader import (
+    Issue,
+    PolicyValidationError,
+    canonical_hash,
+    dump_policy,
+    parse_policy,
+    policy_to_data,
+    validate_data,
+)
 from quantroute.policy.model import Policy
 
 log = logging.getLogger(__name__)
@@ -247,7 +262,7 @@ class PolicyStore:
             raise PolicyStoreError(f"parent version {parent} does not exist (have: {self._have()})")
         version = (have[-1] + 1) if have else 1
         stamped = policy.model_copy(update={"version": version, "parent": parent, "author": author,
-                                            "message": message, "created_at": datetime.now(timezone.utc),
+                                            "message": message, "created_at": datetime.now(UTC),
                                             "content_hash": None})
         # Re-validate the whole document: model_copy skips validation.
         validate_data(policy_to_data(stamped), source=f"policy-{version:04d}")
@@ -338,7 +353,8 @@ class PolicyStore:
                 if current != 1 and 1 in self.versions():
                     previously = [1]  # the shipped default is always known-good
                 else:
-                    raise PolicyStoreError(f"nothing to roll back to: version {current} is the only version ever active")
+                    raise PolicyStoreError(f"nothing to roll back to: version {current} "
+                                           "is the only version ever active")
             to = previously[0]
         elif to not in previously and to != 1:
             raise PolicyStoreError(f"version {to} has never been active, so it is not known-good; "

@@ -76,7 +76,8 @@ def _run_worker(python: Path, job: QuantizeJob, log: Callable[[str], None]) -> W
         f.write(job.model_dump_json())
     try:
         proc = subprocess.Popen([str(python), str(WORKER), f.name], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, env=os.environ | {"TOKENIZERS_PARALLELISM": "false"})
+                                stderr=subprocess.STDOUT, text=True,
+                                env=os.environ | {"TOKENIZERS_PARALLELISM": "false"})
         assert proc.stdout is not None
         lines: list[str] = []
         for line in proc.stdout:

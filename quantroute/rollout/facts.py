@@ -9,6 +9,7 @@ from datetime import datetime
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from quantroute.admin_client import RouterAdmin, RouterUnavailable
 from quantroute.clock import aware
 from quantroute.db.engine import session as db_session
 from quantroute.db.eval import EvalRun
@@ -16,7 +17,6 @@ from quantroute.db.node import list_nodes
 from quantroute.db.request_log import RequestLog
 from quantroute.policy.model import CanarySpec, Policy
 from quantroute.rollout.checklist import Fact
-from quantroute.admin_client import RouterAdmin, RouterUnavailable
 from quantroute.rollout.guards import ArmStats, arm_stats
 
 COVERAGE = {"math": ("math",), "code": ("code",), "tool calling/JSON": ("json", "structured"),

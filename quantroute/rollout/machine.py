@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Literal, Union
+from typing import Literal, get_args
 
 
 class Phase(str, Enum):
@@ -124,9 +124,9 @@ class TrafficMoved:
     version: int
 
 
-Action = Union[Start, EvalPassed, Approve, Step, Pause, Resume, Promote, Rollback, GuardBreach,
-               GuardInconclusive, DwellElapsed, TrafficMoved]
-ACTIONS: tuple[type, ...] = Action.__args__  # type: ignore[attr-defined]
+Action = (Start | EvalPassed | Approve | Step | Pause | Resume | Promote | Rollback | GuardBreach
+          | GuardInconclusive | DwellElapsed | TrafficMoved)
+ACTIONS: tuple[type, ...] = get_args(Action)
 
 
 def action_name(action: Action | type) -> str:
@@ -149,7 +149,7 @@ class Refusal:
     allowed: tuple[str, ...] = field(default=())  # actions valid in the current phase
 
 
-Outcome = Union[Transition, Refusal]
+Outcome = Transition | Refusal
 
 
 def allowed_actions(phase: Phase | None) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ def release_candidate_pins(engine: Engine, *, model: str, router=None) -> int:
     admin client; it is not needed. Returns how many sessions were released."""
     with db_session(engine) as s:
         rows = list(s.exec(select(SessionPin).where(SessionPin.model == model, SessionPin.arm == CANDIDATE,
-                                                    SessionPin.deployment == None)))  # noqa: E711
+                                                    SessionPin.deployment == None)))  # noqa: E711 - SQL: IS NULL
         for r in rows:
             r.arm, r.served_deployment = BASELINE, None
             s.add(r)

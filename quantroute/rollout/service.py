@@ -35,21 +35,21 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from quantroute.db import audit
-from quantroute.db import rollout as db
+from quantroute.admin_client import RouterAdmin
 from quantroute.clock import utcnow
+from quantroute.db import audit
+from quantroute.db import notification as outbox
+from quantroute.db import rollout as db
 from quantroute.db.engine import session as db_session
 from quantroute.policy.model import CanarySpec, Policy
 from quantroute.policy.store import PolicyStore
-from quantroute.rollout import checklist as cl
-from quantroute.db import notification as outbox
 from quantroute.rollout import activation, facts, machine, notify, versions
-from quantroute.rollout.guards import GuardVerdict, Window, evaluate
+from quantroute.rollout import checklist as cl
 from quantroute.rollout.errors import RolloutConflict, RolloutRefused
+from quantroute.rollout.guards import GuardVerdict, Window, evaluate
 from quantroute.rollout.machine import Phase
 from quantroute.rollout.pins import release_candidate_pins
 from quantroute.rollout.status import RolloutStatus
-from quantroute.admin_client import RouterAdmin
 
 __all__ = ["RolloutConflict", "RolloutRefused", "RolloutService", "RolloutStatus"]  # callers import them here
 
@@ -117,7 +117,8 @@ class RolloutService:
         with db_session(self.engine) as s:
             try:
                 row = db.create_rollout(session=s, rollout=db.Rollout(
-                    model=model, candidate=candidate, baseline=spec.baseline, phase=out.state.phase.value,  # type: ignore[union-attr]
+                    model=model, candidate=candidate, baseline=spec.baseline,
+                    phase=out.state.phase.value,  # type: ignore[union-attr]
                     steps=list(spec.steps), started_at=now, updated_at=now, step_at=now, started_by=by,
                     target_concurrency=target_concurrency or self.target_concurrency,
                     start_version=policy.version, policy_version=policy.version, message=out.message))
@@ -376,8 +377,10 @@ class RolloutService:
         spec, policy = self._spec(row)
         gate = facts.eval_gate(self.engine, spec, policy.deployments[row.candidate].eval_suite)
         with db_session(self.engine) as s:
-            events = [e.model_dump(mode="json", exclude={"rollout_id"}) for e in db.events_of(session=s, rollout_id=row.id)]  # type: ignore[arg-type]
-        return RolloutStatus(id=row.id, model=row.model, candidate=row.candidate, baseline=row.baseline,  # type: ignore[arg-type]
+            events = [e.model_dump(mode="json", exclude={"rollout_id"})
+                      for e in db.events_of(session=s, rollout_id=row.id)]  # type: ignore[arg-type]
+        return RolloutStatus(id=row.id, model=row.model, candidate=row.candidate,
+                             baseline=row.baseline,  # type: ignore[arg-type]
                              phase=row.phase, steps=row.steps, step_index=row.step_index, percent=row.percent,
                              started_at=row.started_at, updated_at=row.updated_at, started_by=row.started_by,
                              approved_by=row.approved_by, target_concurrency=row.target_concurrency,
@@ -394,7 +397,8 @@ class RolloutService:
 
     def _checklist(self, row: db.Rollout) -> cl.Checklist:
         with db_session(self.engine) as s:
-            ticks = {k: v.ticked_by for k, v in db.ticks_of(session=s, rollout_id=row.id).items()}  # type: ignore[arg-type]
+            ticks = {k: v.ticked_by for k, v in db.ticks_of(session=s,
+                                                            rollout_id=row.id).items()}  # type: ignore[arg-type]
         return cl.evaluate(self._facts(row), ticks)
 
     def _facts(self, row: db.Rollout) -> dict[str, cl.Fact]:
@@ -469,7 +473,8 @@ class RolloutService:
 
     def _refused(self, row: db.Rollout, by: str, name: str, reason: str) -> None:
         with db_session(self.engine) as s:
-            s.add(db.RolloutEvent(rollout_id=row.id, actor=by, action=name, phase_before=row.phase,  # type: ignore[arg-type]
+            s.add(db.RolloutEvent(rollout_id=row.id, actor=by, action=name,
+                                  phase_before=row.phase,  # type: ignore[arg-type]
                                   phase_after=row.phase, percent_before=row.percent, percent_after=row.percent,
                                   refused=True, message=reason))
             s.commit()
@@ -506,7 +511,8 @@ class RolloutService:
             return None  # already lost: write no version nobody will serve
         new = db.Rollout(**{**row.model_dump(), **changes})
         v_active = self.store.active_version()
-        v_after, written = activation.write(self.store, new, out, name, by) if out.traffic else (row.policy_version, False)
+        v_after, written = (activation.write(self.store, new, out, name, by) if out.traffic
+                            else (row.policy_version, False))
         now = self.clock()
         new.phase, new.step_index, new.percent = out.state.phase.value, out.state.step_index, out.state.percent  # type: ignore[union-attr]
         new.updated_at, new.message, new.policy_version = now, out.message, v_after

@@ -28,8 +28,8 @@ from quantroute.router.reload import PolicyHolder
 from quantroute.router.requestlog import RequestLogWriter
 from quantroute.router.responses import send_error
 from quantroute.router.sessions import PinStore
-from quantroute.router.upstream import FastUpstream, HttpxUpstream
 from quantroute.router.settings import RouterSettings
+from quantroute.router.upstream import FastUpstream, HttpxUpstream
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class Router:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         try:
             await asyncio.wait_for(self.writer.flush(), 5)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - shutting down: log the loss, finish the shutdown
             log.warning("final request log flush failed: %s", e)
         if self.client is not None:
             await self.upstream.aclose()
@@ -138,7 +138,7 @@ class Router:
             if msg["type"] == "lifespan.startup":
                 try:
                     await self.startup()
-                except Exception as e:  # noqa: BLE001 - report to the server, which exits
+                except Exception as e:
                     log.exception("router startup failed")
                     await send({"type": "lifespan.startup.failed", "message": str(e)})
                     return

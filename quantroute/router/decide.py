@@ -15,14 +15,14 @@ from datetime import datetime
 
 from quantroute.classify import Decision
 from quantroute.router.canary import BASELINE, CANDIDATE, choose_arm
-
-DEPLOYMENT_HEADER = "x-quantroute-deployment"  # request header: serve exactly this deployment
 from quantroute.router.errors import BadRequest, NoCapacity, NotFound, SessionPinUnavailable
-from quantroute.router.nodes import NodePool, Node
+from quantroute.router.nodes import Node, NodePool
 from quantroute.router.reload import ActivePolicy
 from quantroute.router.select import pick_node
 from quantroute.router.sessions import Pin, PinStore
 from quantroute.tiers import Tier, cheapest_served_tier, tiers_at_or_above
+
+DEPLOYMENT_HEADER = "x-quantroute-deployment"  # request header: serve exactly this deployment
 
 
 @dataclass(slots=True)
@@ -217,7 +217,7 @@ class Decider:
         if fut is not None and not fut.done():
             try:
                 await asyncio.wait_for(asyncio.shield(fut), timeout_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise SessionPinUnavailable(f"the pin of session {route.session_key!r} was not stored within "
                                             f"{timeout_s:g}s; retry later",
                                             headers={"Retry-After": str(self.retry_after_s)}) from None

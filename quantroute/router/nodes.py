@@ -136,7 +136,7 @@ class NodePool:
         ev = self._capacity
         try:
             await asyncio.wait_for(ev.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     # -- health -------------------------------------------------------------------------------------------

@@ -74,7 +74,7 @@ class AsyncPgClaims:
             # bounded: a hung server must not hold every later pin behind this batch
             cur = await asyncio.wait_for(self._conn.execute(sql, params), timeout_s)
             return self.claims.stored(await cur.fetchall())
-        except (psycopg.OperationalError, psycopg.InterfaceError, asyncio.TimeoutError) as e:
+        except (TimeoutError, psycopg.OperationalError, psycopg.InterfaceError) as e:
             await self.aclose()
             raise TransientError(f"{type(e).__name__}: {e}") from e
         except Exception:

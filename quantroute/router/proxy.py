@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import orjson
 
 from quantroute.router.errors import UpstreamFailed
-from quantroute.router.nodes import NodePool, Node
+from quantroute.router.nodes import Node, NodePool
 from quantroute.router.upstream import UpstreamError, UpstreamTimeout
 
 # Client headers worth passing on; everything else (host, length, encodings, hop-by-hop) is ours to set.

@@ -1,11 +1,11 @@
 """Hot reload of the active policy version.
 
-Sources of truth for "which version is active": the pointer file `<policies_dir>/active` (watched with
-watchfiles) and the newest `policy_activation` row (polled, for replicas on other hosts). A version's content
-comes from the database (`policy_version`), so replicas with different policy directories load the same thing;
-only a router without a database reads the files. On a change: load, validate, compile, swap one reference. A version that fails to load leaves the last good one in force; the
-failure is counted and shown on `GET /admin/policy`. Requests read `holder.current` once at their start, so
-in-flight requests finish under the version they started with."""
+Sources of truth for "which version is active": the pointer file `<policies_dir>/active` (watched with watchfiles)
+and the newest `policy_activation` row (polled, for replicas on other hosts). A version's content comes from the
+database (`policy_version`), so replicas with different policy directories load the same thing; only a router
+without a database reads the files. On a change: load, validate, compile, swap one reference. A version that fails
+to load leaves the last good one in force; the failure is counted and shown on `GET /admin/policy`. Requests read
+`holder.current` once at their start, so in-flight requests finish under the version they started with."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ class ActivePolicy:
     version_bytes: bytes = field(default=b"")
 
     @classmethod
-    def build(cls, policy: Policy) -> "ActivePolicy":
+    def build(cls, policy: Policy) -> ActivePolicy:
         dm, dt, served = {}, {}, {}
         for t in policy.tiers:
             for model, deps in t.deployments.items():

@@ -55,7 +55,7 @@ class RequestLogWriter:
         while True:
             try:
                 await asyncio.wait_for(self._wake.wait(), self.flush_interval_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             self._wake.clear()
             await self.flush()

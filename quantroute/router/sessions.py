@@ -20,8 +20,15 @@ from sqlalchemy.engine import Engine
 
 from quantroute.clock import utcnow
 from quantroute.db.engine import session as db_session
-from quantroute.db.session_pin import (SessionPin, delete_pin, list_pins, purge_expired_pins, rearm_pin,
-                                       set_served_deployment, touch_pin)
+from quantroute.db.session_pin import (
+    SessionPin,
+    delete_pin,
+    list_pins,
+    purge_expired_pins,
+    rearm_pin,
+    set_served_deployment,
+    touch_pin,
+)
 from quantroute.router.pincommit import PinCommitter
 
 log = logging.getLogger(__name__)
@@ -44,7 +51,7 @@ class Pin:
     stored: asyncio.Future | None = None
 
     @classmethod
-    def from_row(cls, row: SessionPin) -> "Pin":
+    def from_row(cls, row: SessionPin) -> Pin:
         now_m, now = time.monotonic(), utcnow()
         return cls(row.session_key, row.model, row.tier, row.arm, row.deployment, row.policy_version,
                    row.created_at, now_m + (row.expires_at - now).total_seconds(), now_m, row.served_deployment)
@@ -207,7 +214,7 @@ class PinStore:
     async def _set_served(self, key: str, deployment: str) -> None:
         try:
             await asyncio.to_thread(self._set_served_sync, key, deployment)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - DB down: the in-memory pin still holds
             self.db_errors += 1
             log.warning("session pin deployment update failed: %s", e)
 
@@ -218,7 +225,7 @@ class PinStore:
     async def _touch(self, key: str, ttl_s: int) -> None:
         try:
             await asyncio.to_thread(self._touch_sync, key, ttl_s)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - DB down: try again on the next touch
             self.db_errors += 1
             log.warning("session pin refresh failed: %s", e)
 

@@ -18,7 +18,6 @@ from quantroute.router.app import Router, create_app
 from quantroute.router.settings import RouterSettings
 
 
-
 @contextlib.contextmanager
 def serve_app(app, port: int | None = None, *, host: str = "127.0.0.1") -> Iterator[str]:
     port = port or free_port()

@@ -93,7 +93,7 @@ class _Conn(asyncio.Protocol):
 class Response:
     """Status and headers are ready; iterate `aiter_raw()` for the body. Always `aclose()`."""
 
-    def __init__(self, pool: "Pool", conn: _Conn, read_timeout: float | None = None) -> None:
+    def __init__(self, pool: Pool, conn: _Conn, read_timeout: float | None = None) -> None:
         self.pool = pool
         self.conn = conn
         self.read_timeout = read_timeout
@@ -159,7 +159,7 @@ class Pool:
         try:
             _, conn = await asyncio.wait_for(loop.create_connection(_Conn, self.host, self.port),
                                              self.connect_timeout)
-        except (OSError, asyncio.TimeoutError) as e:
+        except (TimeoutError, OSError) as e:
             raise UpstreamError(f"connect to {self.host}:{self.port} failed: {type(e).__name__}: {e}") from None
         return conn
 
@@ -180,7 +180,7 @@ class Pool:
         conn = await self._connect()
         try:
             await asyncio.wait_for(conn.start(head, body), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             conn.transport.close()  # type: ignore[union-attr]
             raise UpstreamError("node sent no response headers in time") from None
         return Response(self, conn, self.read_timeout)
@@ -231,7 +231,7 @@ class _HttpxResponse:
                 except StopAsyncIteration:
                     return
                 yield c
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise UpstreamTimeout(f"node sent nothing for {self.read_timeout:g}s after its response headers") from None
         except httpx.TransportError as e:
             raise UpstreamError(f"{type(e).__name__}: {e}") from None

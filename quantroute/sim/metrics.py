@@ -22,20 +22,32 @@ class NodeMetrics:
         self.registry = CollectorRegistry()
         self._labels = {"model_name": model_name, "engine": engine}
         r = self.registry
-        self._running = Gauge("vllm:num_requests_running", "Number of requests in model execution batches.", LABELS, registry=r)
-        self._waiting = Gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", LABELS, registry=r)
+        self._running = Gauge("vllm:num_requests_running", "Number of requests in model execution batches.", LABELS,
+                              registry=r)
+        self._waiting = Gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", LABELS,
+                              registry=r)
         self._kv = Gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", LABELS, registry=r)
         # The pre-0.10 name of the same gauge, which older dashboards and routers still scrape.
-        self._gpu_cache = Gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", LABELS, registry=r)
-        self.prompt_tokens = Counter("vllm:prompt_tokens", "Number of prefill tokens processed.", LABELS, registry=r).labels(**self._labels)
-        self.generation_tokens = Counter("vllm:generation_tokens", "Number of generation tokens processed.", LABELS, registry=r).labels(**self._labels)
-        self._success = Counter("vllm:request_success", "Count of successfully processed requests.", (*LABELS, "finished_reason"), registry=r)
-        self.ttft = Histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", LABELS, buckets=TTFT_BUCKETS, registry=r).labels(**self._labels)
-        self.itl = Histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", LABELS, buckets=ITL_BUCKETS, registry=r).labels(**self._labels)
-        self.e2e = Histogram("vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.", LABELS, buckets=REQUEST_BUCKETS, registry=r).labels(**self._labels)
-        self.queue_time = Histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", LABELS, buckets=REQUEST_BUCKETS, registry=r).labels(**self._labels)
+        self._gpu_cache = Gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", LABELS,
+                                registry=r)
+        self.prompt_tokens = Counter("vllm:prompt_tokens", "Number of prefill tokens processed.", LABELS,
+                                     registry=r).labels(**self._labels)
+        self.generation_tokens = Counter("vllm:generation_tokens", "Number of generation tokens processed.", LABELS,
+                                         registry=r).labels(**self._labels)
+        self._success = Counter("vllm:request_success", "Count of successfully processed requests.",
+                                (*LABELS, "finished_reason"), registry=r)
+        self.ttft = Histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+                              LABELS, buckets=TTFT_BUCKETS, registry=r).labels(**self._labels)
+        self.itl = Histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+                             LABELS, buckets=ITL_BUCKETS, registry=r).labels(**self._labels)
+        self.e2e = Histogram("vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.",
+                             LABELS, buckets=REQUEST_BUCKETS, registry=r).labels(**self._labels)
+        self.queue_time = Histogram("vllm:request_queue_time_seconds",
+                                    "Histogram of time spent in WAITING phase for request.", LABELS,
+                                    buckets=REQUEST_BUCKETS, registry=r).labels(**self._labels)
 
-    def bind_state(self, *, running: Callable[[], float], waiting: Callable[[], float], kv_usage: Callable[[], float]) -> None:
+    def bind_state(self, *, running: Callable[[], float], waiting: Callable[[], float],
+                   kv_usage: Callable[[], float]) -> None:
         """Gauges read the engine's state when scraped, so they can never drift from it."""
         self._running.labels(**self._labels).set_function(running)
         self._waiting.labels(**self._labels).set_function(waiting)

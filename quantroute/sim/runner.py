@@ -55,7 +55,7 @@ def running_fleet(fleet: Fleet | str | Path, *, time_scale: float = 1.0, suites:
     def run() -> None:
         try:
             loop.run_until_complete(server.serve())
-        except BaseException as e:  # reported to the caller's thread below
+        except BaseException as e:  # noqa: BLE001 - reported to the caller's thread below
             failure.append(e)
         finally:
             server.started.set()

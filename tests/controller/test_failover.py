@@ -19,7 +19,6 @@ from quantroute.db.notification import Notification
 from quantroute.db.policy_state import PolicyActivation
 from quantroute.db.request_log import RequestLog
 from quantroute.policy.store import PolicyStore
-
 from tests.controller.conftest import ARTIFACTS, keep_log, role_of, spawn_controller, stop, wait_for
 from tests.rollout.conftest import CAND, MODEL, policy_data, progressing_rollout, write_v1
 
@@ -64,7 +63,7 @@ def test_standby_completes_the_rollback_of_a_killed_leader_and_nothing_happens_t
         mark("rollout row says rolling-back (ctl-a hangs before activating)")
         for _ in range(3):  # a few of ctl-b's passes: it stays standby and acts on nothing
             before = _passes(pg_engine, "ctl-b")
-            wait_for(lambda: _passes(pg_engine, "ctl-b") > before, "a standby pass")
+            wait_for(lambda before=before: _passes(pg_engine, "ctl-b") > before, "a standby pass")
         assert role_of(pg_engine, "ctl-b") == "standby"
         row = svc.list(MODEL)[0]
         assert row.phase == "rolling-back" and store.active().canary_for(MODEL).percent == 10

@@ -13,8 +13,20 @@ from pathlib import Path
 import pytest
 
 from tests.controller.conftest import keep_log, spawn_controller, stop, wait_for
-from tests.rollout.conftest import (BASE, LATENCY_GUARDS, MODEL, TOKEN, db_engine, live, policy_data,  # noqa: F401
-                                    send, set_faults, sim, store, write_v1)
+from tests.rollout.conftest import (  # noqa: F401 - fixtures shared with the rollout tests (until they move to tests/conftest.py)
+    BASE,
+    LATENCY_GUARDS,
+    MODEL,
+    TOKEN,
+    db_engine,
+    live,
+    policy_data,
+    send,
+    set_faults,
+    sim,
+    store,
+    write_v1,
+)
 from tests.rollout.test_live import approved
 
 GUARDS = {"max_error_rate": 0.05, "max_p95_latency_ratio": 1000.0, "max_ttft_ratio": 1000.0, "window_s": 120,
@@ -48,7 +60,7 @@ def traffic(url: str, *, batch: int = 40, max_batches: int = 200):
 
 
 @contextmanager
-def controller(db_engine, policies: Path, url: str, tmp_path: Path, artifact: str):  # noqa: F811
+def controller(db_engine, policies: Path, url: str, tmp_path: Path, artifact: str):  # noqa: F811 - the fixture imported from tests.rollout.conftest
     log = tmp_path / "controller.log"
     proc = spawn_controller(str(db_engine.url), policies, log, "--router", url, "--admin-token", TOKEN)
     try:
@@ -62,7 +74,7 @@ def row_of(svc):
     return svc.list(MODEL)[0]
 
 
-def test_healthy_candidate_advances_on_its_own(live, db_engine, store, policies, tmp_path):  # noqa: F811
+def test_healthy_candidate_advances_on_its_own(live, db_engine, store, policies, tmp_path):  # noqa: F811 - the fixture imported from tests.rollout.conftest
     url, svc = live
     approved(url, svc, db_engine)  # the people's part: start, checklist, a reviewer's approval -> 10 %
     with controller(db_engine, policies, url, tmp_path, "controller-good-rollout.log"), traffic(url):
@@ -82,7 +94,7 @@ def test_healthy_candidate_advances_on_its_own(live, db_engine, store, policies,
     ({"error_rate": 0.4}, "error_rate", {"guards": {**GUARDS, "failure_limit": 2}}),
     ({"extra_latency_ms": 3000}, "p95_latency_ratio", {"guards": LATENCY_GUARDS})], indirect=["policies"],
     ids=["error_rate", "latency"])
-def test_faulty_candidate_is_rolled_back_on_its_own(live, sim, db_engine, store, policies, tmp_path,  # noqa: F811
+def test_faulty_candidate_is_rolled_back_on_its_own(live, sim, db_engine, store, policies, tmp_path,  # noqa: F811 - the fixture imported from tests.rollout.conftest
                                                     fault, guard):
     url, svc = live
     limit = store.active().canary_for(MODEL).guards.failure_limit

@@ -19,7 +19,6 @@ from quantroute.db.engine import session as db_session
 from quantroute.db.notification import Notification
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout.service import HEAL_GRACE_S, RolloutService
-
 from tests.rollout.conftest import MODEL, policy_data, progressing_rollout, write_v1
 
 

@@ -13,12 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from quantroute.clock import utcnow
 from quantroute.controller import webhooks
 from quantroute.db import notification as outbox
-from quantroute.clock import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.policy.store import PolicyStore
-
 from quantroute.ports import free_port
 from tests.rollout.conftest import MODEL, policy_data, progressing_rollout, write_v1
 
@@ -33,7 +32,7 @@ class Receiver:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 code = 503 if outer.fail_left > 0 else 200
                 outer.fail_left -= code == 503

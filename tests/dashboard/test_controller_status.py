@@ -10,7 +10,6 @@ from quantroute.db import controller as heartbeat
 from quantroute.db import notification as outbox
 from quantroute.db.audit import utcnow
 from quantroute.db.engine import session
-
 from tests.dashboard.test_pages import page
 
 

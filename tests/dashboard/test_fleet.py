@@ -3,6 +3,8 @@ the script itself never sleeps, so a run with Live on finishes like any other.""
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import pytest
 from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
 
@@ -47,11 +49,11 @@ def test_live_on_renders_the_fleet_state_as_a_refreshing_fragment(stack, auto_re
 
 
 def test_only_a_new_generation_shows_a_quiescence_deadline():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from quantroute.dashboard.pages.fleet import nodes_frame
 
-    now = datetime.now(timezone.utc).isoformat()
+    now = datetime.now(UTC).isoformat()
     node = {"key": "n", "deployment": "d", "tier": "int4", "hardware": "a100-80g", "healthy": True,
             "inflight": 0, "waiting": 0, "kv_usage": 0.1, "generation_started": now}
     df = nodes_frame([{**node, "generation": 1}, {**node, "key": "m", "generation": 2}], quiescence_s=60)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.conftest import APP, PASSWORD
-from quantroute.dashboard import actions, queries
 from quantroute.auth import PermissionDenied
+from quantroute.dashboard import actions, queries
 from quantroute.db.engine import session
 from quantroute.db.user import update_user
 from quantroute.policy.loader import policy_to_data, validate_data
 from quantroute.policy.store import PolicyStore
+from tests.dashboard.conftest import APP, PASSWORD
 
 
 def page(module: str, name: str, role: str) -> AppTest:

@@ -74,7 +74,10 @@ def test_placements_map_positions_of_kept_rows_to_row_ids():
     slots = {"rules[#10]": 0, "rules[#11]": 0, "rules[#12]": 0, "thresholds[#3]": 0, "thresholds": 0,
              "sessions": 0}
     kept = {"rules": [10, 12], "thresholds": [3]}  # rule #11 removed
-    issue = lambda path: SimpleNamespace(path=path, message="m")  # noqa: E731
+
+    def issue(path):
+        return SimpleNamespace(path=path, message="m")
+
     placed, left = policy_form.placements(slots, [issue("rules[1].when"), issue("rules[0]"), issue("thresholds[0]"),
                                                   issue("thresholds"), issue("sessions.ttl_s"), issue("canaries[0]"),
                                                   issue("rules[5]")], kept)

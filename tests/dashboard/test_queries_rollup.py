@@ -11,8 +11,8 @@ from datetime import timedelta
 import pandas as pd
 import pytest
 
-from quantroute.dashboard import queries
 from quantroute.clock import utcnow
+from quantroute.dashboard import queries
 from quantroute.router.requestlog import RequestLogWriter
 
 
@@ -26,7 +26,8 @@ def logged(engine):
         tier = rnd.choice(["fp16", "fp8", "int8", "int4", None])
         writer.add({"ts": now - timedelta(seconds=rnd.uniform(0, 3 * 3600)), "request_id": f"r{i}",
                     "session_key": None, "model": "llama3-8b", "deployment": f"dep-{tier}" if tier else None,
-                    "node": None, "tier": tier, "arm": rnd.choice(["baseline", "candidate"]) if tier == "int4" else None,
+                    "node": None, "tier": tier, "arm": rnd.choice(["baseline",
+                                                                   "candidate"]) if tier == "int4" else None,
                     "policy_version": 1, "rules": [], "score": 0.0, "status": rnd.choice([200] * 12 + [429, 503]),
                     "stream": False, "latency_ms": rnd.uniform(20, 1500), "ttft_ms": rnd.uniform(5, 200),
                     "prompt_tokens": 50, "completion_tokens": rnd.choice([None, rnd.randint(1, 600)]), "retries": 0,

@@ -7,7 +7,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlmodel import SQLModel
 
-import quantroute.db.tables  # noqa: F401  (every table module registers its models)
+import quantroute.db.tables  # noqa: F401 - every table module registers its models
 
 
 def test_migrated_schema_matches_the_models(engine):

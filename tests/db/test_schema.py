@@ -12,8 +12,7 @@ from sqlalchemy import inspect, text
 
 from quantroute.cli.main import cli
 from quantroute.db.engine import init_db, make_engine, require_schema
-from quantroute.db.schema import (SchemaMismatchError, alembic_config, code_heads, db_revisions, lock_key,
-                                  migration_lock)
+from quantroute.db.schema import SchemaMismatchError, alembic_config, code_heads, db_revisions, lock_key, migration_lock
 from quantroute.router.app import create_app
 from quantroute.router.settings import RouterSettings
 from tests.conftest import PG_URL
@@ -33,7 +32,9 @@ def test_a_database_without_schema_is_refused_with_the_command_to_run(fresh):
 
 def test_an_older_schema_is_refused_and_names_what_is_missing(fresh):
     command.upgrade(alembic_config(fresh), "0001_core")
-    with pytest.raises(SchemaMismatchError, match=r"older than this quantroute's \(missing: .*0010_policy_version.*\): run `quantroute db upgrade`"):
+    with pytest.raises(SchemaMismatchError,
+                       match=r"older than this quantroute's \(missing: .*0010_policy_version.*\): "
+                             r"run `quantroute db upgrade`"):
         require_schema(fresh)
 
 

@@ -12,8 +12,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from quantroute.dashboard.settings import DashboardSettings
 from quantroute.cli.main import COMMANDS, cli
+from quantroute.dashboard.settings import DashboardSettings
 from quantroute.fleet import load_fleet, parse_fleet
 from quantroute.router.settings import RouterSettings
 from tests.conftest import REPO
@@ -200,7 +200,7 @@ def test_dockerfile_is_multi_stage_non_root_with_the_cli_as_entrypoint(rendered)
     assert uid != 0
     assert re.search(r'^ENTRYPOINT \["quantroute"\]', text, re.M)
     exposed = {int(p) for p in re.search(r"^EXPOSE (.+)$", text, re.M).group(1).split()}
-    for d, pod, c in containers(rendered["kubernetes/base"]):
+    for _, pod, c in containers(rendered["kubernetes/base"]):
         assert pod["securityContext"]["runAsUser"] == uid and pod["securityContext"]["runAsNonRoot"]
         assert {p["containerPort"] for p in c.get("ports", [])} <= exposed
     for var in re.findall(r"^\s+(QUANTROUTE_\w+)=", text, re.M):

@@ -129,7 +129,8 @@ def test_prometheus_fires_the_node_alerts_when_nodes_are_killed(tmp_path, sqlite
             (tmp_path / "alerts.yml").write_text(yaml.safe_dump(rules))
             (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
             web = f"127.0.0.1:{free_port()}"
-            prom_proc = start([prometheus, f"--config.file={tmp_path / 'prometheus.yml'}", f"--web.listen-address={web}",
+            prom_proc = start([prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
+                               f"--web.listen-address={web}",
                                f"--storage.tsdb.path={tmp_path / 'tsdb'}", "--log.level=warn"], tmp_path / "prom.log")
             prom = f"http://{web}"
             healthy = wait_for("a scrape of the router", lambda: _query(prom, "quantroute_healthy_nodes"))

@@ -20,7 +20,8 @@ def item(grader: dict, category: str = "chat") -> EvalItem:
     ({"type": "numeric", "expected": -3}, "x = \\boxed{-3} so x is negative 3", "the answer is 3"),
     ({"type": "regex", "pattern": r"\bOPS-\d{4}\b"}, "ticket OPS-5582.", "ticket OPS-55"),
     ({"type": "regex", "pattern": r"yes", "flags": "i", "fullmatch": True}, " Yes ", "yes, but"),
-    ({"type": "contains", "all_of": ["kyoto", "april"], "none_of": ["tokyo"]}, "Kyoto in April", "Tokyo in April, Kyoto"),
+    ({"type": "contains", "all_of": ["kyoto", "april"], "none_of": ["tokyo"]}, "Kyoto in April",
+     "Tokyo in April, Kyoto"),
     ({"type": "contains", "any_of": ["sorry", "apolog"]}, "We apologise.", "Thanks."),
     ({"type": "json_valid", "expect": {"a": [1, 2]}}, '```json\n{"a": [1, 2], "b": 0}\n```', '{"a": [2, 1]}'),
     ({"type": "json_schema", "schema": SCHEMA, "expect": {"arguments": {"city": "lisbon"}}},
@@ -47,7 +48,8 @@ def test_validity_and_retry_for_format_graders():
     assert grade(item({"type": "numeric", "expected": 1}), "no digits here").needs_retry
 
 
-CODE = {"type": "code", "entry_point": "add", "tests": ["assert add(2, 3) == 5", "assert add(-1, 1) == 0"], "timeout_s": 3}
+CODE = {"type": "code", "entry_point": "add", "tests": ["assert add(2, 3) == 5", "assert add(-1, 1) == 0"],
+        "timeout_s": 3}
 
 
 def code_grade(answer: str):

@@ -1,6 +1,6 @@
 """probes: what the sandbox sees of a test, and the verdict the grader computes from plain values."""
 
-from quantroute.evals.probes import Opaque, ChildReport, decode, split, verdict
+from quantroute.evals.probes import ChildReport, Opaque, decode, split, verdict
 
 
 def test_expected_values_never_reach_the_child():

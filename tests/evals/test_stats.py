@@ -6,8 +6,10 @@ from quantroute.evals.stats import Pair, build_report, compare, mcnemar_exact, p
 
 def table(both: int, only_base_ok: int, only_cand_ok: int, neither: int, category: str = "math") -> list[Pair]:
     """A 2x2 paired table: both pass / only baseline passes / only candidate passes / both fail."""
-    rows = [(True, True)] * both + [(True, False)] * only_base_ok + [(False, True)] * only_cand_ok + [(False, False)] * neither
-    return [Pair(item_id=f"{category}-{i}", category=category, base_pass=b, cand_pass=c) for i, (b, c) in enumerate(rows)]
+    rows = ([(True, True)] * both + [(True, False)] * only_base_ok + [(False, True)] * only_cand_ok
+            + [(False, False)] * neither)
+    return [Pair(item_id=f"{category}-{i}", category=category, base_pass=b, cand_pass=c)
+            for i, (b, c) in enumerate(rows)]
 
 
 def test_mcnemar_exact_against_hand_worked_values():

@@ -54,7 +54,8 @@ def test_missing_file_is_a_suite_error(tmp_path):
 @pytest.mark.parametrize("name", ["golden", "smoke"])
 def test_shipped_suites_load_and_cover_every_category(name):
     suite = load_suite(f"data/evals/{name}.jsonl")
-    assert suite.categories() == ["math", "code", "json", "structured", "multilingual", "long_context", "chat", "safety"]
+    assert suite.categories() == ["math", "code", "json", "structured", "multilingual", "long_context", "chat",
+                                  "safety"]
     if name == "golden":
         assert len(suite.items) >= 150
         assert sum(i.category == "json" for i in suite.items) >= 20

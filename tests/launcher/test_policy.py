@@ -10,7 +10,8 @@ from quantroute.launcher.policy import fleet_policy
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = yaml.safe_load((REPO / "policies/policy-0001.yaml").read_text())
-META = {"format": "bf16", "method": "none", "calibration_set": "none", "eval_suite": "tiny-skills", "checksum": "sha256:a"}
+META = {"format": "bf16", "method": "none", "calibration_set": "none", "eval_suite": "tiny-skills",
+        "checksum": "sha256:a"}
 
 
 def test_tiers_deployments_and_thresholds_follow_the_fleet():

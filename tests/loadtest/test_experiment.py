@@ -10,8 +10,8 @@ from quantroute.loadtest import arms
 from quantroute.loadtest.experiment import Ladder, run_capacity
 from quantroute.loadtest.mix import tolerant_mix, tolerant_share
 from quantroute.loadtest.stats import Slo
-from quantroute.policy.loader import load_policy
 from quantroute.loadtest.traffic import load_traffic, with_model
+from quantroute.policy.loader import load_policy
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = load_fleet(REPO / "data/fleet-seed000.yaml")

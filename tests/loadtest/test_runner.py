@@ -10,8 +10,8 @@ from quantroute.db.loadtest import latest_run, passed_at_concurrency, run_steps,
 from quantroute.loadtest.report import CSV_FIELDS, write_all
 from quantroute.loadtest.runner import LoadTestConfig, run_staircase
 from quantroute.loadtest.stats import Slo
-from quantroute.sim.runner import running_fleet
 from quantroute.loadtest.traffic import load_traffic
+from quantroute.sim.runner import running_fleet
 
 REPO = Path(__file__).resolve().parents[2]
 CHAT = load_traffic(REPO / "data/traffic/chat-only.jsonl")

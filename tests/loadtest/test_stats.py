@@ -31,5 +31,6 @@ def test_breach_order_and_figures():
     slow = summarize([res(0, 1.5, tokens=40)], start=0, end=2, concurrency=2)
     assert breach(slow, ok, Slo(p95_ms=1000)) == "SLO: end-to-end p95 1500 ms > 1000 ms"
     flat = summarize([res(0, 1)], start=0, end=2, concurrency=2)
-    assert breach(flat, ok, Slo()).startswith("throughput plateau: 2 output tok/s at concurrency 2 vs 2 at concurrency 1")
+    assert breach(flat, ok,
+                  Slo()).startswith("throughput plateau: 2 output tok/s at concurrency 2 vs 2 at concurrency 1")
     assert breach(slow, ok, Slo()) is None  # 20 tok/s vs 2: still adding throughput

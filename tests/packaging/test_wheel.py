@@ -56,7 +56,8 @@ def installed(tmp_path_factory) -> dict:
 
 def test_wheel_holds_the_dashboard_the_reference_data_and_the_migrations(installed):
     names = set(zipfile.ZipFile(installed["wheel"]).namelist())
-    for expected in ("quantroute/dashboard/app.py", "quantroute/dashboard/pages/fleet.py", "quantroute/data/hardware.yaml",
+    for expected in ("quantroute/dashboard/app.py", "quantroute/dashboard/pages/fleet.py",
+                     "quantroute/data/hardware.yaml",
                      "quantroute/data/models.yaml", "quantroute/data/quality.yaml", "quantroute/data/fleet.yaml",
                      "quantroute/data/default-policy.yaml", "quantroute/data/evals/golden.jsonl",
                      "quantroute/migrations/env.py", "quantroute/migrations/script.py.mako"):
@@ -118,7 +119,8 @@ def test_router_and_sim_from_the_wheel_route_a_request(installed):
     db = f"sqlite:///{work / 'quantroute.db'}"
     run([qr, "db", "upgrade", "--db", db], cwd=work, env=installed["env"])
     port = free_port()
-    sim = _serve([qr, "sim", "--fleet", "fleet.yaml", "--time-scale", "0.01"], installed=installed, log=work / "sim.log")
+    sim = _serve([qr, "sim", "--fleet", "fleet.yaml", "--time-scale", "0.01"], installed=installed,
+                 log=work / "sim.log")
     router = _serve([qr, "router", "--fleet", "fleet.yaml", "--db", db, "--port", port, "--policies", "policies"],
                     installed=installed, log=work / "router.log")
     try:

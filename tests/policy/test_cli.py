@@ -7,7 +7,6 @@ import yaml
 from click.testing import CliRunner
 
 from quantroute.cli.main import cli
-
 from tests.conftest import REPO
 
 
@@ -37,7 +36,8 @@ def test_explain_json_and_headers(tmp_path):
     out = json.loads(res.output)
     assert out["tier"] == "fp16" and out["score"] >= 6 and out["rules"][0]["name"] == "greedy-structured"
     res = run("policy", "explain", "--request", "-", "--policy", str(REPO / "policies/policy-0001.yaml"),
-              "--header", "x-priority:2", input=json.dumps({"model": "m", "messages": [{"role": "user", "content": "a poem"}]}))
+              "--header", "x-priority:2",
+              input=json.dumps({"model": "m", "messages": [{"role": "user", "content": "a poem"}]}))
     assert res.exit_code == 0 and "low-priority" in res.output
     bad = run("policy", "explain", "--request", "-", "--policy", str(REPO / "policies/policy-0001.yaml"),
               input=json.dumps({"model": "m", "messages": "hi"}))

@@ -2,7 +2,6 @@ import yaml
 
 from quantroute.policy.diff import diff_policies
 from quantroute.policy.loader import parse_policy
-
 from tests.conftest import REPO
 
 
@@ -18,10 +17,10 @@ def test_semantic_diff_lists_rule_threshold_and_canary_changes():
     b = parse_policy(yaml.safe_dump(data))
     lines = [str(c) for c in diff_policies(a, b)]
     assert "~ rules.long-output.weight: 6.0 -> 8.0" in lines
-    assert any(l.startswith("- rules.casual-chat:") for l in lines)
-    assert any(l.startswith("+ rules.batch-jobs:") for l in lines)
+    assert any(line.startswith("- rules.casual-chat:") for line in lines)
+    assert any(line.startswith("+ rules.batch-jobs:") for line in lines)
     assert "~ thresholds.fp8: score>=3.0 -> score>=4.0" in lines  # one change, not a removal plus an addition
-    assert not any(l.startswith(("- thresholds", "+ thresholds")) for l in lines)
+    assert not any(line.startswith(("- thresholds", "+ thresholds")) for line in lines)
     assert "~ canaries.llama3-8b.percent: 0.0 -> 5.0" in lines
     assert "~ sessions.max_wait_ms: 2000 -> 500" in lines
     assert diff_policies(a, a) == []

@@ -1,9 +1,8 @@
 import pytest
 import yaml
 
-from quantroute.policy.loader import PolicyValidationError, load_policy, parse_policy, dump_policy
+from quantroute.policy.loader import PolicyValidationError, dump_policy, load_policy, parse_policy
 from quantroute.tiers import Tier
-
 from tests.conftest import REPO
 
 DEFAULT = REPO / "policies" / "policy-0001.yaml"
@@ -37,7 +36,8 @@ def test_all_structural_errors_reported_at_once_with_paths():
     d["surprise"] = True
     d["thresholds"][0]["tier"] = "fp4"
     found = issues_of(d)
-    assert "rules[3].when.output_tokens" in found and "min (10.0) must be <= max (5.0)" in found["rules[3].when.output_tokens"]
+    assert "rules[3].when.output_tokens" in found
+    assert "min (10.0) must be <= max (5.0)" in found["rules[3].when.output_tokens"]
     assert found["rules[0].when.all[0].temperature.maxx"] == "unknown key"
     assert "rules[1].weight" in found
     assert "sessions.ttl_s" in found

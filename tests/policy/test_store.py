@@ -7,7 +7,6 @@ from sqlmodel import Session
 from quantroute.db import audit
 from quantroute.policy.loader import PolicyValidationError, parse_policy
 from quantroute.policy.store import PolicyConflictError, PolicyStore, PolicyStoreError, read_pointer
-
 from tests.conftest import REPO
 
 
@@ -31,7 +30,8 @@ def test_bootstrap_active_is_the_shipped_default(store):
 
 
 def test_new_approve_activate_rollback_with_audit(store):
-    v = store.new(parent=1, author="olga", message="stricter", policy=edited(store, fleet_warning={"top_tier_share": 0.6}))
+    v = store.new(parent=1, author="olga", message="stricter",
+                  policy=edited(store, fleet_warning={"top_tier_share": 0.6}))
     assert v == 2 and store.load(2).parent == 1 and store.load(2).author == "olga"
     with pytest.raises(PolicyStoreError, match="not approved"):
         store.activate(2, by="olga")

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from tests.registrar.model_files import write_tensors
 
 MakeModel = Callable[..., Path]

@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-from tests.registrar.model_files import awq_layer, edges, float_layer, llama_config
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -17,6 +16,7 @@ from starlette.routing import Route
 
 from quantroute.node import NodeIdentity
 from quantroute.router.testing import serve_app
+from tests.registrar.model_files import awq_layer, edges, float_layer, llama_config
 
 TOKEN = "s3cret"
 AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128}

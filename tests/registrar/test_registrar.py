@@ -6,11 +6,21 @@ import hashlib
 import json
 
 import pytest
-from tests.registrar.model_files import (awq_layer, edges, float_layer, fp8_layer, gptq_layer, int8_layer, llama_config,
-                         packed_ct_layer, patch_dtypes, write_tensors)
 
 from quantroute.registrar import InspectionError, build_registration, inspect_model_dir
 from quantroute.tiers import Tier
+from tests.registrar.model_files import (
+    awq_layer,
+    edges,
+    float_layer,
+    fp8_layer,
+    gptq_layer,
+    int8_layer,
+    llama_config,
+    packed_ct_layer,
+    patch_dtypes,
+    write_tensors,
+)
 
 AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}
 BNB4_ROWS = 256 * 256 // 2  # bitsandbytes stores two 4-bit values per byte, as a [n, 1] U8 tensor

@@ -11,6 +11,7 @@ import httpx
 import pytest
 import yaml
 
+from quantroute.admin_client import RouterAdmin
 from quantroute.db import eval as evaldb
 from quantroute.db.engine import init_db, make_engine
 from quantroute.db.engine import session as db_session
@@ -18,7 +19,6 @@ from quantroute.fleet import parse_fleet
 from quantroute.policy.loader import validate_data
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout import checklist as cl
-from quantroute.admin_client import RouterAdmin
 from quantroute.rollout.service import RolloutService
 from quantroute.router.app import create_app
 from quantroute.router.settings import RouterSettings

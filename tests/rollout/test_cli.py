@@ -6,7 +6,6 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from quantroute.cli.rollout import rollout
-
 from tests.rollout.conftest import CAND, MODEL, record_eval, record_staircase
 
 

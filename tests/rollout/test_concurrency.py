@@ -5,8 +5,8 @@ Runs on SQLite and, with QUANTROUTE_TEST_POSTGRES set, on PostgreSQL (the `engin
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,6 @@ from quantroute.policy.store import PolicyStore, read_pointer
 from quantroute.rollout import activation, facts
 from quantroute.rollout.machine import Phase
 from quantroute.rollout.service import RolloutConflict, RolloutRefused, RolloutService
-
 from tests.rollout.conftest import BASE, CAND, MODEL, policy_data, progressing_rollout, record_eval, write_v1
 
 

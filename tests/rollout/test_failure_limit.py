@@ -13,7 +13,6 @@ from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout.service import RolloutRefused, RolloutService
-
 from tests.rollout.conftest import CAND, LATENCY_GUARDS, MODEL, policy_data, progressing_rollout, write_v1
 
 

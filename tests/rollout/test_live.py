@@ -10,8 +10,19 @@ import uuid
 import httpx
 import pytest
 
-from tests.rollout.conftest import (BASE, CAND, LATENCY_GUARDS, MODEL, PERSON_ITEMS, candidate_share, record_eval,
-                                    record_staircase, send, set_faults, wait_logged)
+from tests.rollout.conftest import (
+    BASE,
+    CAND,
+    LATENCY_GUARDS,
+    MODEL,
+    PERSON_ITEMS,
+    candidate_share,
+    record_eval,
+    record_staircase,
+    send,
+    set_faults,
+    wait_logged,
+)
 
 N = 300  # new sessions per step
 

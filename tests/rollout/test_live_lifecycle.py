@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rollout.conftest import (BASE, CAND, MODEL, policy_data, send, wait_logged, write_v1)
+from tests.rollout.conftest import BASE, CAND, MODEL, policy_data, send, wait_logged, write_v1
 from tests.rollout.test_live import N, approved, near, sessions, wait_version
 
 DWELL_S = 1

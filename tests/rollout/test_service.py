@@ -14,9 +14,7 @@ from quantroute.db.engine import session as db_session
 from quantroute.db.node import NodeRow, upsert_node
 from quantroute.db.session_pin import SessionPin
 from quantroute.rollout.service import RolloutRefused, RolloutService
-
-from tests.rollout.conftest import (BASE, CAND, MODEL, PERSON_ITEMS, policy_data, record_eval, record_staircase,
-                                    write_v1)
+from tests.rollout.conftest import BASE, CAND, MODEL, PERSON_ITEMS, policy_data, record_eval, record_staircase, write_v1
 
 
 @pytest.fixture
@@ -150,8 +148,10 @@ def test_approve_step_rollback_write_versions_and_audit(svc, db_engine, store):
         svc.step(MODEL, by="alice")
     with db_session(db_engine) as s:  # a session pinned on the candidate arm before the rollback
         now = utcnow()
-        s.add(SessionPin(session_key="s1", model=MODEL, tier="int4", arm="candidate", expires_at=now + timedelta(hours=1)))
-        s.add(SessionPin(session_key="s2", model=MODEL, tier="int4", arm="baseline", expires_at=now + timedelta(hours=1)))
+        s.add(SessionPin(session_key="s1", model=MODEL, tier="int4", arm="candidate",
+                         expires_at=now + timedelta(hours=1)))
+        s.add(SessionPin(session_key="s2", model=MODEL, tier="int4", arm="baseline",
+                         expires_at=now + timedelta(hours=1)))
         s.commit()
     st = svc.rollback(MODEL, by="alice", reason="answers look off")
     assert (st.phase, st.percent, st.aborted_reason) == ("rolled-back", 0, "answers look off")

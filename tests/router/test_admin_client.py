@@ -9,8 +9,8 @@ import time
 import pytest
 from sqlalchemy import text
 
-from quantroute.db.engine import make_engine
 from quantroute.admin_client import RouterAdmin, RouterUnavailable, counter_by_label, split_urls
+from quantroute.db.engine import make_engine
 from tests.router.conftest import SENSITIVE, TOKEN, TOLERANT, chat, router_at
 
 

@@ -8,8 +8,18 @@ import pytest
 from quantroute.router.canary import BASELINE, CANDIDATE, bucket, choose_arm
 from quantroute.router.select import pick_node
 from quantroute.tiers import Tier, tiers_at_or_above
-from tests.router.conftest import (INT4, INT4_V2, MODEL, TOKEN, TOLERANT, admin, chat, router_at, set_faults,
-                                   write_policy)
+from tests.router.conftest import (
+    INT4,
+    INT4_V2,
+    MODEL,
+    TOKEN,
+    TOLERANT,
+    admin,
+    chat,
+    router_at,
+    set_faults,
+    write_policy,
+)
 
 
 def err(r: httpx.Response, status: int) -> dict:
@@ -21,9 +31,12 @@ def err(r: httpx.Response, status: int) -> dict:
 
 def test_error_codes_and_openai_error_json(make_settings, sim):
     with router_at(make_settings(max_body_bytes=4096)) as (url, _):
-        post = lambda **kw: httpx.post(url + "/v1/chat/completions", timeout=30, **kw)  # noqa: E731
+        def post(**kw):
+            return httpx.post(url + "/v1/chat/completions", timeout=30, **kw)
+
         assert "JSON" in err(post(content=b"{nope"), 400)["message"]
-        assert err(post(json={"model": MODEL, "messages": TOLERANT, "temperature": "hot"}), 400)["param"] == "temperature"
+        assert err(post(json={"model": MODEL, "messages": TOLERANT, "temperature": "hot"}),
+                   400)["param"] == "temperature"
         assert err(post(json={"model": MODEL}), 400)["param"] == "messages"
         assert err(post(json=[1, 2]), 400)["type"] == "invalid_request_error"
         e = err(post(json={"model": "gpt-9", "messages": TOLERANT}), 404)
@@ -148,8 +161,10 @@ _ = TOKEN
 
 def test_deployment_header_pins_one_artifact_of_the_logical_model(make_settings, sim):
     with router_at(make_settings()) as (url, _):
-        post = lambda h: httpx.post(url + "/v1/chat/completions", timeout=30, headers=h,  # noqa: E731
-                                    json={"model": MODEL, "messages": TOLERANT, "max_tokens": 4})
+        def post(h):
+            return httpx.post(url + "/v1/chat/completions", timeout=30, headers=h,
+                              json={"model": MODEL, "messages": TOLERANT, "max_tokens": 4})
+
         r = post({"x-quantroute-deployment": INT4_V2})
         assert r.status_code == 200 and r.headers["x-quantroute-deployment"] == INT4_V2
         assert r.json()["model"] == INT4_V2

@@ -9,8 +9,20 @@ import httpx
 
 from quantroute.fleet import parse_fleet
 from quantroute.sim.runner import running_fleet
-from tests.router.conftest import (FLEET, FP16, INT4, INT4_V2, INT8, MODEL, TOLERANT, admin, chat, router_at,
-                                   write_fleet_file, write_policy)
+from tests.router.conftest import (
+    FLEET,
+    FP16,
+    INT4,
+    INT4_V2,
+    INT8,
+    MODEL,
+    TOLERANT,
+    admin,
+    chat,
+    router_at,
+    write_fleet_file,
+    write_policy,
+)
 
 NODES = {INT4: ("int4-a", "int4-b"), INT4_V2: ("int4-v2",)}
 
@@ -83,7 +95,7 @@ def test_pinned_session_falls_back_when_its_deployment_has_no_healthy_node(tmp_p
             other = INT4_V2 if first == INT4 else INT4
             for node_id in NODES[first]:
                 rf.kill(node_id)  # asynchronous: wait until the node really refuses connections
-                wait_until(lambda: refused(rf.urls[node_id]), f"{node_id} still listens")
+                wait_until(lambda url=rf.urls[node_id]: refused(url), f"{node_id} still listens")
             r = chat(url, TOLERANT, session="s-dead")
             assert r.status_code == 200, r.text
             assert (r.headers["x-quantroute-tier"], r.headers["x-quantroute-deployment"]) == ("int4", other)

@@ -23,8 +23,18 @@ from sqlalchemy import text
 
 from quantroute.db.engine import init_db, make_engine
 from quantroute.ports import free_port
-from tests.router.conftest import (INT4, INT4_V2, MODEL, SENSITIVE, TOKEN, TOLERANT, activate_pointer, chat,
-                                   router_at, write_policy)
+from tests.router.conftest import (
+    INT4,
+    INT4_V2,
+    MODEL,
+    SENSITIVE,
+    TOKEN,
+    TOLERANT,
+    activate_pointer,
+    chat,
+    router_at,
+    write_policy,
+)
 
 CANARY = [{"model": MODEL, "baseline": INT4, "candidate": INT4_V2, "percent": 50}]
 

@@ -12,7 +12,6 @@ import yaml
 from quantroute.db.engine import make_engine
 from quantroute.policy.loader import parse_policy
 from quantroute.policy.store import PolicyStore
-
 from tests.router.conftest import TOLERANT, chat, policy_data, router_at, write_policy
 
 pytestmark = pytest.mark.postgres

@@ -12,8 +12,17 @@ from sqlalchemy import text
 from quantroute.db.engine import make_engine
 from quantroute.fleet import parse_fleet
 from quantroute.sim.runner import running_fleet
-from tests.router.conftest import (FLEET, SENSITIVE, TOLERANT, activate_pointer, admin, chat, router_at,
-                                   write_fleet_file, write_policy)
+from tests.router.conftest import (
+    FLEET,
+    SENSITIVE,
+    TOLERANT,
+    activate_pointer,
+    admin,
+    chat,
+    router_at,
+    write_fleet_file,
+    write_policy,
+)
 
 
 def test_node_killed_under_load_no_client_error_for_non_streamed(tmp_path, make_settings):
@@ -69,7 +78,8 @@ def test_request_log_rows_written(make_settings):
     eng = make_engine(settings.db_url)
     with eng.connect() as c:
         rows = c.execute(text("select session_key, model, deployment, node, tier, policy_version, rules, status, "
-                              "latency_ms, prompt_tokens, completion_tokens, retries from request_log order by id")).all()
+                              "latency_ms, prompt_tokens, completion_tokens, retries "
+                              "from request_log order by id")).all()
     eng.dispose()
     assert [(r.session_key, r.tier, r.status) for r in rows] == [("s-log", "int4", 200), (None, "fp16", 200),
                                                                  (None, None, 404)]

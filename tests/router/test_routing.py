@@ -8,8 +8,19 @@ import time
 import httpx
 import openai
 
-from tests.router.conftest import (FP16, INT4, INT4_V2, INT8, MODEL, SENSITIVE, TOLERANT, admin, chat, router_at,
-                                   set_faults)
+from tests.router.conftest import (
+    FP16,
+    INT4,
+    INT4_V2,
+    INT8,
+    MODEL,
+    SENSITIVE,
+    TOLERANT,
+    admin,
+    chat,
+    router_at,
+    set_faults,
+)
 
 HEADERS = ("x-quantroute-tier", "x-quantroute-deployment", "x-quantroute-node", "x-quantroute-policy-version",
            "x-quantroute-rules")

@@ -1,4 +1,5 @@
-"""Session pins: one-statement read-or-create, the purge of expired pins (bounded batches, SQLite and PostgreSQL) and the router's purge task."""
+"""Session pins: one-statement read-or-create, the purge of expired pins (bounded batches, SQLite and PostgreSQL)
+and the router's purge task."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import httpx
 from sqlmodel import select
 
 from quantroute.clock import utcnow
-from quantroute.db.engine import make_engine, session as db_session
+from quantroute.db.engine import make_engine
+from quantroute.db.engine import session as db_session
 from quantroute.db.session_pin import SessionPin, claim_pins, purge_expired_pins
 from tests.router.conftest import TOLERANT, chat, router_at
 

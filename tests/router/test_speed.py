@@ -1,7 +1,6 @@
 """Node speed factors come from data/hardware.yaml (one source for the simulator, the planner and the router)."""
 
-from quantroute.catalog import load_hardware
-from quantroute.catalog import speed_for
+from quantroute.catalog import load_hardware, speed_for
 
 
 def test_speed_follows_the_hardware_table():

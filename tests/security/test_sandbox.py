@@ -249,9 +249,9 @@ import os
 def add(a, b):
     return a + b
 def facts():
-    return [os.getuid() != 0, sorted(set(os.environ) - {"LC_CTYPE", "PWD"}), os.path.exists("/etc/passwd"), os.path.exists("/work"),
-            len([p for p in os.listdir("/proc") if p.isdigit()]) <= 3, os.listdir("/sys/class/net")
-            if os.path.exists("/sys/class/net") else []]
+    return [os.getuid() != 0, sorted(set(os.environ) - {"LC_CTYPE", "PWD"}), os.path.exists("/etc/passwd"),
+            os.path.exists("/work"), len([p for p in os.listdir("/proc") if p.isdigit()]) <= 3,
+            os.listdir("/sys/class/net") if os.path.exists("/sys/class/net") else []]
 ''', entry_point="add", tests=["assert facts() == [True, [], False, False, True, []]"], audit_hook=False)
     assert r.ok, detail(r)
 

@@ -13,7 +13,8 @@ from quantroute.sim.runner import running_fleet
 SUITE = [
     {"id": "m1", "category": "math", "messages": [{"role": "user", "content": "What is 6 times 7?"}],
      "reference": "42", "wrong": "48"},
-    {"id": "c1", "category": "code", "prompt": "Complete: def add(a, b):", "reference": "def add(a, b):\n    c = a + b\n    return c"},
+    {"id": "c1", "category": "code", "prompt": "Complete: def add(a, b):",
+     "reference": "def add(a, b):\n    c = a + b\n    return c"},
 ]
 
 FLEET = """

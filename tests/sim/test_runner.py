@@ -37,7 +37,8 @@ def test_the_demo_fleet_serves_every_node_on_free_ports_and_stops_cleanly():
 
 def test_seed000_fleet_starts():
     with running_fleet(DATA / "fleet-seed000.yaml", time_scale=0.01) as rf:
-        r = httpx.post(rf.urls["int4-1"] + "/v1/completions", json={"model": "llama-13b", "prompt": "x", "max_tokens": 3})
+        r = httpx.post(rf.urls["int4-1"] + "/v1/completions", json={"model": "llama-13b", "prompt": "x",
+                                                                    "max_tokens": 3})
         assert r.json()["model"] == "llama-13b-gptq-w4a16"
 
 

@@ -33,7 +33,8 @@ def itl_mean(url: str, tokens: int) -> float:
     assert httpx.post(url + "/v1/completions", json=body, timeout=30).status_code == 200
     after = scrape(url)
     total = value(after, "vllm:inter_token_latency_seconds_sum") - value(before, "vllm:inter_token_latency_seconds_sum")
-    count = value(after, "vllm:inter_token_latency_seconds_count") - value(before, "vllm:inter_token_latency_seconds_count")
+    itl_count = "vllm:inter_token_latency_seconds_count"
+    count = value(after, itl_count) - value(before, itl_count)
     assert count == tokens - 1
     return total / count
 

@@ -25,6 +25,7 @@ import openai
 import pytest
 import yaml
 
+from quantroute.admin_client import RouterAdmin
 from quantroute.db.engine import init_db, make_engine
 from quantroute.launcher.policy import fleet_policy
 from quantroute.launcher.register import register_artifact
@@ -33,7 +34,6 @@ from quantroute.launcher.vllm import running_fleet, vllm_python
 from quantroute.policy.store import PolicyStore
 from quantroute.registrar import inspect_model_dir
 from quantroute.rollout.service import RolloutService
-from quantroute.admin_client import RouterAdmin
 from quantroute.router.settings import RouterSettings
 from quantroute.router.testing import running_router
 

@@ -127,7 +127,10 @@ def test_metrics_names_and_labels(client, vllm_server):
 def queue_time(url: str) -> tuple[float, float]:
     """(sum of seconds requests spent queued, number of requests) from vLLM's queue-time histogram."""
     samples = metrics(url)["vllm:request_queue_time_seconds"]
-    pick = lambda suffix: next(s.value for s in samples if s.name.endswith(suffix))  # noqa: E731
+
+    def pick(suffix):
+        return next(s.value for s in samples if s.name.endswith(suffix))
+
     return pick("_sum"), pick("_count")
 
 

@@ -9,7 +9,6 @@ import streamlit as st
 
 from quantroute.dashboard import actions, charts, data, fmt, ui
 
-
 _RATE = st.column_config.NumberColumn(format="percent")
 _PTS = st.column_config.NumberColumn(format="%+.1f")
 DELTA_COLUMNS = {"baseline": _RATE, "candidate": _RATE, "delta (pts)": _PTS, "CI low": _PTS, "CI high": _PTS,
@@ -59,7 +58,8 @@ def _run_view(view: dict) -> None:
     m[1].metric("McNemar p", f"{o['p_value']:.3f}")
     m[2].metric("JSON/tool validity", "-" if o.get("cand_validity") is None else
                 f"{o['cand_validity']:.0%} vs {o['base_validity']:.0%}")
-    m[3].metric("retry rate (cand.)", f"{o['cand_retry_rate']:.1%}", f"base {o['base_retry_rate']:.1%}", delta_color="off")
+    m[3].metric("retry rate (cand.)", f"{o['cand_retry_rate']:.1%}", f"base {o['base_retry_rate']:.1%}",
+                delta_color="off")
     m[4].metric("items", o["n"])
     st.altair_chart(charts.eval_categories(charts.category_frame(report)))
     ui.table(delta_frame(report).round(3), f"eval-run-{run['id']}-categories", column_config=DELTA_COLUMNS)

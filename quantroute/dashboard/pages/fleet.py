@@ -4,7 +4,7 @@ tier, add top-tier nodes or revisit the classifier; routing cannot fix it)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 import streamlit as st
@@ -54,7 +54,7 @@ NODE_COLUMNS = {  # widths in px (sum ~880): the table fits the main area of a 1
 
 
 def nodes_frame(nodes: list[dict], quiescence_s: int) -> pd.DataFrame:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     rows = []
     for n in nodes:
         started = datetime.fromisoformat(n["generation_started"])

@@ -17,7 +17,6 @@ from quantroute.policy.loader import Issue, PolicyValidationError, parse_policy,
 from quantroute.policy.model import Policy
 from quantroute.whatif import reclassify
 
-
 SECTIONS = ["Edit draft", "History, approve, activate, rollback"]
 
 
@@ -92,7 +91,8 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
     slots: dict = {}
     kept: dict[str, list[int]] = {}
 
-    tab_rules, tab_thresholds, tab_settings, tab_yaml = st.tabs(["Rules", "Thresholds", "Sessions & escalation", "YAML"])
+    tab_rules, tab_thresholds, tab_settings, tab_yaml = st.tabs(["Rules", "Thresholds", "Sessions & escalation",
+                                                                 "YAML"])
     edited = copy.deepcopy(draft0)
     with tab_thresholds:
         edited["thresholds"], kept["thresholds"] = policy_form.thresholds(draft0, rows["thresholds"], gen, slots)

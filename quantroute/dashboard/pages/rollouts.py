@@ -7,9 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from quantroute.rollout.checklist import BY_KEY
-
 from quantroute.dashboard import actions, charts, controller_status, data, fmt, ui
+from quantroute.rollout.checklist import BY_KEY
 
 GUARD_WINDOW_S = 1800
 FAILED = {"start": "start the rollout", "check_gate": "check the eval gate", "approve": "approve the rollout",

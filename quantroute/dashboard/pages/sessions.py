@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from quantroute.dashboard import actions, data, fmt, ui
 from quantroute.admin_client import counter_by_label
+from quantroute.dashboard import actions, data, fmt, ui
 
 
 def filter_pins(pins: pd.DataFrame, *, search: str = "", tiers: list[str] | None = None,
@@ -79,7 +79,8 @@ def render() -> None:
             col.metric(f"pinned to {tier}", n)
     metrics_text, why = data.router_call("metrics")
     costs = pinning_costs(metrics_text, data.pin_failures(s.db_url, 3600))
-    st.markdown("**What pinning cost**: requests that waited for room on their pinned tier, and those that gave up with 503")
+    st.markdown("**What pinning cost**: requests that waited for room on their pinned tier, "
+                "and those that gave up with 503")
     if costs.empty:
         st.caption("no waits or pinned 503s" + (f" (router: {why})" if why else ""))
     else:

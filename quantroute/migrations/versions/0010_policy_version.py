@@ -3,8 +3,8 @@
 Revision ID: 0010_policy_version
 Revises: 0001_core
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0010_policy_version"
 down_revision = "0001_core"

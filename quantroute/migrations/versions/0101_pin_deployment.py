@@ -6,8 +6,8 @@ serves their next request.
 Revision ID: 0101_pin_deployment
 Revises: 0100_router
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0101_pin_deployment"
 down_revision = "0100_router"

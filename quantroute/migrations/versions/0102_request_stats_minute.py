@@ -6,8 +6,8 @@ creates it and backfills it from the rows already logged (one GROUP BY pass over
 Revision ID: 0102_request_stats_minute
 Revises: 0101_pin_deployment
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0102_request_stats_minute"
 down_revision = "0101_pin_deployment"

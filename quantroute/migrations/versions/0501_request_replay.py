@@ -7,8 +7,8 @@ Revision ID: 0501_request_replay
 Revises: 0500_users
 Depends on: 0100_router (the request_log table)
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0501_request_replay"
 down_revision = "0500_users"

@@ -6,8 +6,8 @@ dashboard users) acting at once cannot both move the same rollout from the same 
 Revision ID: 0601_rollout_revision
 Revises: 0600_rollouts
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0601_rollout_revision"
 down_revision = "0600_rollouts"

@@ -3,8 +3,8 @@
 Revision ID: 0602_rollout_target_concurrency
 Revises: 0601_rollout_revision
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0602_rollout_target_concurrency"
 down_revision = "0601_rollout_revision"

@@ -6,8 +6,8 @@ only ever acted on the newest, so the older ones are closed as rolled-back, sayi
 Revision ID: 0603_rollout_one_live
 Revises: 0602_rollout_target_concurrency
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0603_rollout_one_live"
 down_revision = "0602_rollout_target_concurrency"

@@ -3,8 +3,8 @@
 Revision ID: 0604_rollout_breach_streak
 Revises: 0603_rollout_one_live
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0604_rollout_breach_streak"
 down_revision = "0603_rollout_one_live"

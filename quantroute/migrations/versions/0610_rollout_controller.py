@@ -6,8 +6,8 @@ Rollouts written before this revision are taken as observed (their activations h
 Revision ID: 0610_rollout_controller
 Revises: 0604_rollout_breach_streak
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0610_rollout_controller"
 down_revision = "0604_rollout_breach_streak"

@@ -3,8 +3,8 @@
 Revision ID: 0800_loadtest
 Revises: 0001_core
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0800_loadtest"
 down_revision = "0001_core"
