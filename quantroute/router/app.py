@@ -138,7 +138,7 @@ class Router:
             if msg["type"] == "lifespan.startup":
                 try:
                     await self.startup()
-                except Exception as e:
+                except Exception as e:  # report to the server, which exits
                     log.exception("router startup failed")
                     await send({"type": "lifespan.startup.failed", "message": str(e)})
                     return
