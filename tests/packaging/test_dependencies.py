@@ -60,7 +60,8 @@ def test_every_runtime_import_is_a_declared_dependency():
 
 
 def test_the_png_chart_is_optional_with_a_clear_message(monkeypatch):
-    """Without vl-convert the load tester says how to get PNGs and writes the rest, instead of crashing after the run."""
+    """Without vl-convert the load tester says how to get PNGs and writes the rest, instead of crashing after the
+    run."""
     import click
     import pytest
 
