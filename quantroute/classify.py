@@ -166,7 +166,7 @@ class RequestView:
     @property
     def entropy(self) -> float:
         if self._entropy is None:
-            self._entropy = char_entropy(self.prompt)
+            self._entropy = byte_entropy(self.prompt)
         return self._entropy
 
 
@@ -175,8 +175,9 @@ ENTROPY_SAMPLE = 1024
 _C_LOG_C = np.array([0.0] + [c * math.log2(c) for c in range(1, ENTROPY_SAMPLE + 1)])
 
 
-def char_entropy(text: str) -> float:
-    """Shannon entropy of the UTF-8 bytes, in bits per byte (prose ~4.2, code/math/JSON ~4.6-5.2).
+def byte_entropy(text: str) -> float:
+    """Shannon entropy of the text's UTF-8 bytes, in bits per byte (policy.model.ENTROPY_UNIT; prose ~4.2,
+    code/math/JSON ~4.6-5.2, at most log2(243) = 7.92: UTF-8 never uses 13 of the 256 byte values).
     Long prompts are estimated from their first and last 512 bytes: the figure converges long before
     32 KB and the classifier must stay in microseconds."""
     half = ENTROPY_SAMPLE // 2

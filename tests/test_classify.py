@@ -1,7 +1,9 @@
 import pytest
+import yaml
 
-from quantroute.classify import RequestError, char_entropy, classify, compile_policy
-from quantroute.policy.loader import load_policy
+from quantroute.classify import RequestError, byte_entropy, classify, compile_policy
+from quantroute.policy.loader import PolicyValidationError, load_policy, parse_policy
+from quantroute.policy.model import ENTROPY_MAX, ENTROPY_UNIT
 from quantroute.tiers import Tier
 from tests.conftest import REPO
 
@@ -104,10 +106,10 @@ def test_bad_headers_are_request_errors(policy):
 def test_entropy_prose_vs_code():
     prose = "the quick brown fox jumps over the lazy dog and then it rests for a while " * 5
     code = "def f(x):\n    return {'k': [x**2 + 3*x - 7, x // 2]}  # 0x1F; A-Z=42!\n" * 5
-    assert char_entropy("") == 0.0
-    assert char_entropy(prose) < char_entropy(code)
-    assert char_entropy("aaaa") == 0.0
-    assert abs(char_entropy("ab") - 1.0) < 1e-9
+    assert byte_entropy("") == 0.0
+    assert byte_entropy(prose) < byte_entropy(code)
+    assert byte_entropy("aaaa") == 0.0
+    assert abs(byte_entropy("ab") - 1.0) < 1e-9
 
 
 def test_classify_accepts_plain_policy(policy):
@@ -124,3 +126,40 @@ def test_keyword_normalization_punctuation_phrases_and_cjk(policy):
     assert "greedy-structured" not in hits("jsonify the mathematics department")  # whole words only
     zh = policy.classify(chat("给我讲一个关于猫的故事吧", temperature=1.0), {})
     assert "creative-high-temp" in zh.rule_names and zh.tier == Tier.int4
+
+
+def densest_text() -> str:
+    """1,024 bytes of UTF-8 (the classifier's sample) using each of the 243 byte values UTF-8 allows about equally
+    often: every ASCII byte and every lead byte four times, continuation bytes spread over 0x80-0xBF."""
+    used = dict.fromkeys(range(0x80, 0xC0), 0)
+
+    def cont(lo: int = 0x80, hi: int = 0xBF) -> int:  # the least used continuation byte allowed here
+        c = min(range(lo, hi + 1), key=lambda v: (used[v], v))
+        used[c] += 1
+        return c
+
+    chars = [chr(c) for c in range(128)] * 4
+    for _ in range(4):
+        chars += [chr(((lead & 0x1F) << 6) | (cont() & 0x3F)) for lead in range(0xC2, 0xE0)]
+        for lead in range(0xE0, 0xF0):  # E0 needs a first continuation >= A0; ED < A0 (no surrogates)
+            c1 = cont(0xA0) if lead == 0xE0 else cont(hi=0x9F) if lead == 0xED else cont()
+            chars.append(chr(((lead & 0x0F) << 12) | ((c1 & 0x3F) << 6) | (cont() & 0x3F)))
+        for lead in range(0xF0, 0xF5):  # F0 needs a first continuation >= 90; F4 <= 8F (<= U+10FFFF)
+            c1 = cont(0x90) if lead == 0xF0 else cont(hi=0x8F) if lead == 0xF4 else cont()
+            chars.append(chr(((lead & 0x07) << 18) | ((c1 & 0x3F) << 12) | ((cont() & 0x3F) << 6) | (cont() & 0x3F)))
+    return "".join(chars)
+
+
+def test_an_entropy_rule_at_the_top_of_the_valid_range_can_fire():
+    """The schema's entropy bound is in the classifier's unit (bits per UTF-8 byte): a rule at the top of the
+    valid range fires on a dense enough prompt, and one above it is refused (it could never fire)."""
+    data = yaml.safe_load((REPO / "policies" / "policy-0001.yaml").read_text())
+    data["rules"] = [{"name": "densest", "weight": 10, "when": {"entropy": {"min": ENTROPY_MAX}}}]
+    top = compile_policy(parse_policy(yaml.safe_dump(data), "top.yaml"))
+    dense = densest_text()
+    assert len(dense.encode()) == 1024 and byte_entropy(dense) >= ENTROPY_MAX
+    assert top.classify(chat(dense), {}).rule_names == ["densest"]
+    assert top.classify(chat("def f(x):\n    return {'k': [x**2 + 3*x - 7]}"), {}).rule_names == []
+    data["rules"][0]["when"]["entropy"]["min"] = ENTROPY_MAX + 0.1
+    with pytest.raises(PolicyValidationError, match=f"outside {ENTROPY_UNIT}"):
+        parse_policy(yaml.safe_dump(data), "above.yaml")

@@ -123,14 +123,21 @@ class LatencyBudgetCond(Strict):
         return _bounded(r, 0, math.inf, "a latency budget in milliseconds")
 
 
+# Prompt entropy is the Shannon entropy of the prompt's UTF-8 bytes (`classify.byte_entropy`), in bits per byte.
+# UTF-8 text uses 243 of the 256 byte values, so no prompt exceeds log2(243) = 7.92 bits per byte; the valid range
+# stops at 7.9, which a dense enough prompt reaches: every rule that validates can fire.
+ENTROPY_UNIT = "bits per UTF-8 byte"
+ENTROPY_MAX = 7.9
+
+
 class EntropyCond(Strict):
-    entropy: Range  # Shannon entropy of the prompt's characters, bits per character
+    entropy: Range = Field(description=f"Shannon entropy of the prompt, in {ENTROPY_UNIT} (0 to {ENTROPY_MAX:g}; "
+                                       "prose ~4.2, code, math and JSON ~4.6-5.2)")
 
     @field_validator("entropy")
     @classmethod
     def _range(cls, r: Range) -> Range:
-        # log2 of Unicode's 1.1M code points is about 20.1 bits per character
-        return _bounded(r, 0, 21, "bits per character")
+        return _bounded(r, 0, ENTROPY_MAX, ENTROPY_UNIT)
 
 
 class ToolsCond(Strict):

@@ -138,7 +138,7 @@ def test_a_missing_key_points_at_its_parent():
     ("temperature", {"max": -1}, "valid 0 to 2"), ("temperature", {"min": 2.5}, "valid 0 to 2"),
     ("priority", {"min": 0}, "valid 1 to 10"), ("priority", {"max": 11}, "valid 1 to 10"),
     ("output_tokens", {"min": -5}, "valid 0 to inf"), ("latency_budget_ms", {"max": -1}, "valid 0 to inf"),
-    ("entropy", {"min": 30}, "valid 0 to 21"), ("prompt_chars", {"max": -1}, "valid 0 to inf")])
+    ("entropy", {"min": 8}, "valid 0 to 7.9"), ("prompt_chars", {"max": -1}, "valid 0 to inf")])
 def test_a_bound_the_signal_cannot_take_is_refused(kind, bounds, valid):
     """A rule whose range lies outside what its signal can be would silently never (or always) fire."""
     d = base()
