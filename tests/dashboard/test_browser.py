@@ -304,7 +304,6 @@ def test_operator_reviewer_canary_flow(stack, browser):
     page.wait_for_timeout(6000)  # at least one refresh
     assert page.locator('[data-testid="stException"]').count() == 0
     page.get_by_role("heading", name="Nodes").wait_for()
-    page.get_by_text("Live (refresh every 5 s)").click()  # off again: the screenshots show a settled page
 
     page.set_viewport_size({"width": 1400, "height": 1800})  # the main area scrolls: a tall view shows it all
     for title in PAGES:
