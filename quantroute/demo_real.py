@@ -33,7 +33,7 @@ from quantroute.quantize.spec import RECORD_FILE
 from quantroute.registrar import inspect_model_dir
 
 TRANSCRIPT = [  # (prompt, temperature): two precise requests, one chatty one
-    ("What is 12 + 7?", 0.0),
+    ("What is 8 + 6?", 0.0),
     ("Write JSON with name Grace and age 41.", 0.0),
     ("List the numbers from 3 to 7, separated by commas.", 0.0),
     ("What is the capital of Peru?", 0.9),

@@ -24,6 +24,9 @@ def fleet_policy(base: dict[str, Any], *, model: str, tiers: dict[str, list[str]
                      for t in TIER_ORDER if tiers.get(t)]
     data["deployments"] = {dep: {"model": model, **meta} for dep, meta in deployments.items()}
     data["thresholds"] = _thresholds(data.get("thresholds", []), [t["name"] for t in data["tiers"]])
+    if not data["thresholds"]:
+        raise ValueError(f"tiers: {', '.join(tiers)} meet none of the policy's thresholds; a fleet needs a tier at "
+                         "least as faithful as the lowest threshold's")
     data["canaries"] = [canary] if canary else []
     data.update(version=1, parent=None, message=message)
     validate_data(data, source="fleet policy")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import yaml
 
+import pytest
+
 from quantroute.launcher.policy import fleet_policy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,3 +33,8 @@ def test_without_int8_score_zero_stays_on_fp16():
                         canary={"model": "m", "baseline": "b", "candidate": "c", "steps": [10, 100], "percent": 0})
     assert data["thresholds"] == [{"min_score": 0, "tier": "fp16"}]
     assert data["canaries"][0]["candidate"] == "c"
+
+
+def test_a_fleet_below_every_threshold_is_refused():
+    with pytest.raises(ValueError, match="meet none of the policy's thresholds"):
+        fleet_policy(BASE, model="m", tiers={"int4": ["b"]}, deployments={"b": META})

@@ -125,6 +125,8 @@ def stack(fleet, canary, tmp_path_factory):
                        "guards": {"max_error_rate": 0.05, "max_p95_latency_ratio": 1000.0, "max_ttft_ratio": 1000.0,
                                   "window_s": 300, "min_requests": 5, "require_eval_pass": True}}
     base = yaml.safe_load((REPO / "policies/policy-0001.yaml").read_text())
+    if BF16 not in fleet:  # a subset while iterating (QUANTROUTE_REAL_TIERS): every score may use int4
+        base["thresholds"] = [{"min_score": 0, "tier": "int4"}]
     data = fleet_policy(base, model=MODEL, tiers=tiers, deployments=metadata(fleet, canary), canary=canary_spec,
                         message="real tiers on CPU")
     data["sessions"]["quiescence_s"] = 0
@@ -231,7 +233,7 @@ def ask(client, prompt: str, **kw):
 
 def test_policy_sends_precise_work_to_bf16_and_chatter_to_int4(stack, client):
     need(BF16, INT4)
-    for prompt, answer in (("What is 12 + 7?", "19"), ("Write JSON with name Grace and age 41.", None)):
+    for prompt, answer in (("What is 5 + 7?", "12"), ("Write JSON with name Grace and age 41.", None)):
         resp, h = ask(client, prompt, temperature=0)
         assert (h["x-quantroute-tier"], h["x-quantroute-deployment"]) == ("fp16", BF16)
         assert resp.model == BF16 and "greedy-structured" in h["x-quantroute-rules"]
