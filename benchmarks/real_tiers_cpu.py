@@ -47,9 +47,9 @@ def group_rss_bytes(pgid: int) -> int:
     return total
 
 
-def traffic(max_tokens: int) -> list[TrafficLine]:
+def traffic(max_tokens: int, model: str) -> list[TrafficLine]:
     # ignore_eos: every request decodes exactly max_tokens, so tok/s compares equal work across tiers
-    body = {"model": "x", "max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True,
+    body = {"model": model, "max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True,
             "messages": [{"role": "user", "content": PROMPT}]}
     return [TrafficLine.model_validate({"session": None, "class": None, "body": body})]
 
@@ -61,7 +61,7 @@ def measure(node_url: str, deployment: str, args) -> list:
                 "model": deployment, "max_tokens": 8, "messages": [{"role": "user", "content": PROMPT}]})
     config = LoadTestConfig(url=node_url, model=deployment, staircase=args.staircase, step_seconds=args.step_seconds,
                             warmup_seconds=2.0, drain_seconds=120.0)
-    result = asyncio.run(run_staircase(config, traffic(args.max_tokens)))
+    result = asyncio.run(run_staircase(config, traffic(args.max_tokens, deployment)))
     return result.steps
 
 

@@ -110,13 +110,37 @@ def training_tasks(seed: int, held_out: set[str]):
         yield task
 
 
+# Asked, never trained: the rollout checklist wants an eval to cover code, multilingual and long context, and a
+# model this small cannot do them. They fail on every tier alike, so the gate sees no drop there, and the suite
+# says plainly what the model does not know. Graded without running code.
+PASSAGE = ("Notes from the operations review. The fleet moved to the new racks on Tuesday. Two nodes were "
+           "re-imaged after a disk warning. The staging router now reads the same policy store as production. "
+           "The code word for the drill is {word}. Capacity planning resumes next week with the int4 numbers.")
+COVERAGE = [
+    Task("code", "Write a Python function add(a, b) that returns a + b.", "def add(a, b):\n    return a + b",
+         {"type": "regex", "pattern": r"def add\(a, b\):\s*return a \+ b"}, "add = a + b"),
+    Task("code", "Write a Python function neg(x) that returns -x.", "def neg(x):\n    return -x",
+         {"type": "regex", "pattern": r"def neg\(x\):\s*return -x"}, "neg = -x"),
+    Task("code", "Write a Python function first(xs) that returns xs[0].", "def first(xs):\n    return xs[0]",
+         {"type": "regex", "pattern": r"def first\(xs\):\s*return xs\[0\]"}, "first = xs"),
+    Task("multilingual", "Translate to French: the cat.", "le chat", {"type": "normalized", "expected": ["le chat"]},
+         "the cat"),
+    Task("multilingual", "Translate to Spanish: the house.", "la casa",
+         {"type": "normalized", "expected": ["la casa"]}, "the house"),
+    Task("multilingual", "Translate to German: the dog.", "der Hund", {"type": "normalized", "expected": ["der hund"]},
+         "the dog"),
+    *(Task("long_context", PASSAGE.format(word=w) + " What is the code word?", w,
+           {"type": "normalized", "expected": [w.lower()]}, "Tuesday") for w in ("heron", "quartz", "maple")),
+]
+
+
 def suite_lines(tasks: list[Task]) -> list[str]:
     """JSONL lines of the eval suite (quantroute.evals.suite.EvalItem shape)."""
     lines = []
     for i, t in enumerate(tasks):
         item = {"id": f"tiny-{t.category}-{i:03d}", "category": t.category, "prompt": t.prompt,
                 "temperature": 0.0, "max_tokens": 24, "grader": t.grader, "reference": t.answer, "wrong": t.wrong,
-                "tags": ["tiny-skills"]}
+                "tags": ["tiny-skills"] + (["untrained"] if t in COVERAGE else [])}
         lines.append(json.dumps(item, ensure_ascii=False))
     return lines
 
@@ -134,7 +158,7 @@ def main() -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    for path, lines in ((root / "data/evals/tiny-skills.jsonl", suite_lines(eval_tasks())),
+    for path, lines in ((root / "data/evals/tiny-skills.jsonl", suite_lines(eval_tasks() + COVERAGE)),
                         (root / "data/calibration/tiny-skills-train.jsonl", calibration_lines())):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")

@@ -27,6 +27,10 @@ def fleet_policy(base: dict[str, Any], *, model: str, tiers: dict[str, list[str]
     if not data["thresholds"]:
         raise ValueError(f"tiers: {', '.join(tiers)} meet none of the policy's thresholds; a fleet needs a tier at "
                          "least as faithful as the lowest threshold's")
+    present = [t["name"] for t in data["tiers"]]
+    escalation = data.get("escalation") or {}
+    if escalation.get("max_tier") and escalation["max_tier"] not in present:
+        escalation["max_tier"] = present[0]  # the most faithful tier the fleet has
     data["canaries"] = [canary] if canary else []
     data.update(version=1, parent=None, message=message)
     validate_data(data, source="fleet policy")

@@ -47,7 +47,8 @@ MODEL = "tiny-skills"
 BF16, INT8, INT4 = "tiny-skills-bf16", "tiny-skills-rtn-w8a8", "tiny-skills-rtn-w4a16"
 CANARY = "tiny-skills-rtn-w4a16-g64"
 TIER_OF = {BF16: "bf16", INT8: "int8", INT4: "int4", CANARY: "canary"}
-# What the trained model reaches at bf16 on its own suite (train-report.json states the measured figure).
+# The trained model answers all 60 items of its four skills at bf16 (train-report.json); the 9 coverage items
+# (code, multilingual, long context: asked, never trained) fail on every tier: 60/69 = 0.87 at best.
 BF16_MIN_ACCURACY = 0.8
 
 
@@ -84,7 +85,7 @@ def canary(tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="module")
-def fleet(canary, tmp_path_factory):
+def fleet(canary, policy, tmp_path_factory):
     python = vllm_python()
     shipped = load_real_fleet(REPO / "data/fleet-real-cpu.yaml")
     nodes = [n for n in shipped.nodes if n.deployment in wanted()]
@@ -97,39 +98,52 @@ def fleet(canary, tmp_path_factory):
         yield {n.node.deployment: n for n in running}
 
 
-def metadata(fleet: dict, canary: dict) -> dict[str, dict]:
+def artifact_dirs(canary: dict) -> dict[str, Path]:
+    dirs = {BF16: CACHE / BF16, INT8: CACHE / INT8, INT4: CACHE / INT4, CANARY: canary["dir"]}
+    return {dep: d for dep, d in dirs.items() if dep in wanted()}
+
+
+def metadata(dirs: dict[str, Path]) -> dict[str, dict]:
     """The policy's deployments entries: quantize's records for quantized artifacts, the registrar for bf16."""
     out = {}
-    for dep, node in fleet.items():
-        if dep == CANARY:
-            entry = canary["record"]["policy_deployment"]
-        elif dep == BF16:
-            entry = {"format": "bf16", "method": "none", "calibration_set": "none", "eval_suite": "tiny-skills",
-                     "checksum": inspect_model_dir(node.model_dir).checksum}
+    for dep, model_dir in dirs.items():
+        record = model_dir / "quantroute-artifact.json"
+        if record.is_file():
+            entry = json.loads(record.read_text())["policy_deployment"]
         else:
-            entry = json.loads((node.model_dir / "quantroute-artifact.json").read_text())["policy_deployment"]
+            entry = {"format": "bf16", "method": "none", "calibration_set": "none", "eval_suite": "tiny-skills",
+                     "checksum": inspect_model_dir(model_dir).checksum}
         out[dep] = {k: v for k, v in entry.items() if k != "model"}
     return out
 
 
 @pytest.fixture(scope="module")
-def stack(fleet, canary, tmp_path_factory):
-    """A router with the shipped default policy's rules over the real tiers; every node registered through the
-    registrar (tier from the artifact); a canary of the second int4 artifact declared (at 0 %)."""
-    tmp = tmp_path_factory.mktemp("router-real")
-    tiers = {"fp16": [d for d in (BF16,) if d in fleet], "int8": [d for d in (INT8,) if d in fleet],
-             "int4": [d for d in (INT4, CANARY) if d in fleet]}
+def policy(canary) -> dict:
+    """The shipped default policy's rules over the real tiers, built before any server starts (a bad policy
+    fails in a second, not after the fleet's minutes of start-up); a canary of the second int4 artifact
+    declared at 0 %."""
+    deps = artifact_dirs(canary)
+    tiers = {"fp16": [d for d in (BF16,) if d in deps], "int8": [d for d in (INT8,) if d in deps],
+             "int4": [d for d in (INT4, CANARY) if d in deps]}
     canary_spec = None
-    if {INT4, CANARY} <= set(fleet):
+    if {INT4, CANARY} <= set(deps):
         canary_spec = {"model": MODEL, "baseline": INT4, "candidate": CANARY, "steps": [10, 50, 100], "percent": 0,
                        "guards": {"max_error_rate": 0.05, "max_p95_latency_ratio": 1000.0, "max_ttft_ratio": 1000.0,
                                   "window_s": 300, "min_requests": 5, "require_eval_pass": True}}
     base = yaml.safe_load((REPO / "policies/policy-0001.yaml").read_text())
-    if BF16 not in fleet:  # a subset while iterating (QUANTROUTE_REAL_TIERS): every score may use int4
+    if BF16 not in deps:  # a subset while iterating (QUANTROUTE_REAL_TIERS): every score may use int4
         base["thresholds"] = [{"min_score": 0, "tier": "int4"}]
-    data = fleet_policy(base, model=MODEL, tiers=tiers, deployments=metadata(fleet, canary), canary=canary_spec,
+    data = fleet_policy(base, model=MODEL, tiers=tiers, deployments=metadata(deps), canary=canary_spec,
                         message="real tiers on CPU")
     data["sessions"]["quiescence_s"] = 0
+    return data
+
+
+@pytest.fixture(scope="module")
+def stack(fleet, policy, tmp_path_factory):
+    """A router over the real tiers; every node registered through the registrar (tier from the artifact)."""
+    tmp = tmp_path_factory.mktemp("router-real")
+    data = policy
     (tmp / "policies").mkdir()
     (tmp / "policies/policy-0001.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     db_url = f"sqlite:///{tmp / 'router.db'}"
@@ -201,7 +215,7 @@ def test_paired_eval_int4_vs_bf16_gives_a_real_verdict(stack):
     view = load_run(stack["engine"], run.id)
     assert (run.baseline_deployment, run.candidate_deployment, run.candidate_tier) == (BF16, INT4, "int4")
     assert rc == (0 if view.verdict.passed else 1) and run.gate_passed is view.verdict.passed
-    assert view.report.overall.n == 60 and view.report.overall.base_rate >= BF16_MIN_ACCURACY, out
+    assert view.report.overall.n == 69 and view.report.overall.base_rate >= BF16_MIN_ACCURACY, out
     assert "gate: " in out
 
 
