@@ -127,9 +127,10 @@ def policy(canary) -> dict:
              "int4": [d for d in (INT4, CANARY) if d in deps]}
     canary_spec = None
     if {INT4, CANARY} <= set(deps):
-        canary_spec = {"model": MODEL, "baseline": INT4, "candidate": CANARY, "steps": [10, 50, 100], "percent": 0,
+        canary_spec = {"model": MODEL, "baseline": INT4, "candidate": CANARY, "steps": [25, 100], "percent": 0,
+                       # latency ratios effectively off: a CPU shared with other work makes them noise here
                        "guards": {"max_error_rate": 0.05, "max_p95_latency_ratio": 1000.0, "max_ttft_ratio": 1000.0,
-                                  "window_s": 300, "min_requests": 5, "require_eval_pass": True}}
+                                  "window_s": 600, "min_requests": 2, "require_eval_pass": True}}
     base = yaml.safe_load((REPO / "policies/policy-0001.yaml").read_text())
     if BF16 not in deps:  # a subset while iterating (QUANTROUTE_REAL_TIERS): every score may use int4
         base["thresholds"] = [{"min_score": 0, "tier": "int4"}]
@@ -288,23 +289,28 @@ def test_canary_of_a_second_int4_artifact_steps_and_rolls_back(stack):
     svc.start(MODEL, candidate=CANARY, by="alice")
     svc.tick(MODEL, PERSON_ITEMS, by="carol")
     st = svc.approve(MODEL, by="bob")
-    assert st.percent == 10
+    assert st.percent == 25  # the checklist wants gradual steps: the first at most 25 %
     wait_version(stack["url"], st.policy_version)
-    st = svc.step(MODEL, by="alice")
-    assert st.percent == 50
-    wait_version(stack["url"], st.policy_version)
-    rs = chat_sessions(stack["url"], 16)
+    rs = chat_sessions(stack["url"], 32)
     assert all(r.status_code == 200 for r in rs)
     served = {(r.headers["x-quantroute-arm"], r.json()["model"]) for r in rs}
-    # Both arms answered, each from its own real artifact (16 new sessions at 50 %: both arms all but surely).
+    # Both arms answered, each from its own real artifact (32 new sessions at 25 %: at least 2 on the
+    # candidate, as the guards need, in all but ~0.1 % of runs).
     assert served == {("baseline", INT4), ("candidate", CANARY)}, served
+    deadline = time.monotonic() + 60  # the router writes its request log in batches; the guards read it
+    while (verdict := svc.guard_verdict(MODEL)).status != "pass":
+        assert time.monotonic() < deadline, verdict
+        time.sleep(0.5)
+    st = svc.step(MODEL, by="alice")
+    assert st.percent == 100
+    wait_version(stack["url"], st.policy_version)
+    assert {r.json()["model"] for r in chat_sessions(stack["url"], 3)} == {CANARY}
     st = svc.rollback(MODEL, by="alice", reason="real-tier test")
     assert st.percent == 0
     wait_version(stack["url"], st.policy_version)
-    rs = chat_sessions(stack["url"], 8)
-    assert {r.json()["model"] for r in rs} == {INT4} and all("x-quantroute-arm" not in r.headers
-                                                              or r.headers["x-quantroute-arm"] == "baseline"
-                                                              for r in rs)
+    rs = chat_sessions(stack["url"], 6)
+    assert {r.json()["model"] for r in rs} == {INT4}
+    assert all(r.headers.get("x-quantroute-arm", "baseline") == "baseline" for r in rs)
 
 
 def wait_version(url: str, version: int, timeout: float = 20.0) -> None:
