@@ -194,9 +194,18 @@ class Database:
         self.schema: str | None = None
 
     def __enter__(self) -> Database:
+        from quantroute.db.engine import init_db, make_engine
+
+        self._create()
+        eng = make_engine(self.url)  # what `quantroute db upgrade` does before routers start
+        init_db(eng)
+        eng.dispose()
+        return self
+
+    def _create(self) -> None:
         if self.kind == "sqlite":
             self.url = f"sqlite:///{self.tmp / f'bench-{uuid.uuid4().hex[:8]}.db'}"
-            return self
+            return
         from sqlalchemy import text
 
         from quantroute.db.engine import database_url, make_engine
@@ -208,7 +217,6 @@ class Database:
             c.execute(text(f'CREATE SCHEMA "{self.schema}"'))
         eng.dispose()
         self.url = f"{base}{'&' if '?' in base else '?'}options=-csearch_path%3D{self.schema}"
-        return self
 
     def __exit__(self, *exc) -> None:
         if self.schema is None:
