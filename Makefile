@@ -19,11 +19,12 @@ venv: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# The house rules as checks (configured in pyproject.toml): ruff's lint rules (never `ruff format`) and the import
-# layers of DESIGN.md.
+# The house rules as checks (configured in pyproject.toml): ruff's lint rules (never `ruff format`), the import
+# layers of DESIGN.md and mypy (strict on the pure core).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 demo: $(STAMP)
 	$(BIN)/python -m quantroute.demo $(DEMO_ARGS)

@@ -135,7 +135,7 @@ def start(cmd: list[str], env=None, log: Path | None = None) -> subprocess.Popen
                                 stderr=subprocess.STDOUT)
     finally:
         if log is not None:
-            out.close()  # type: ignore[union-attr]
+            out.close()  # type: ignore[union-attr]  # opened above for the router's output
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -239,7 +239,7 @@ class Database:
         eng = make_engine(self.url)
         try:
             with eng.connect() as c:
-                return tuple(c.execute(text(f"select count(*) from {t}")).scalar_one()  # type: ignore[return-value]
+                return tuple(c.execute(text(f"select count(*) from {t}")).scalar_one()  # type: ignore[return-value]  # a tuple of the counts, one per table
                              for t in ("request_log", "session_pin"))
         finally:
             eng.dispose()

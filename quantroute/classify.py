@@ -119,7 +119,7 @@ class RequestView:
         except ValueError as e:
             raise RequestError(f"header {hp.min_tier_header}: {e}", hp.min_tier_header) from None
 
-    def _split_text(self, body: dict, kind: str | None) -> None:
+    def _split_text(self, body: dict[str, Any], kind: str | None) -> None:
         msgs = body.get("messages")
         if kind == "chat" or (kind is None and msgs is not None):
             if not isinstance(msgs, list) or not msgs:
@@ -154,7 +154,8 @@ class RequestView:
         self.last_user = self.messages = self.prompt = prompt
 
     def text(self, scope: str) -> str:
-        return getattr(self, scope)
+        text: str = getattr(self, scope)
+        return text
 
     def hits(self, scope: str) -> frozenset[str]:
         """Policy keywords present in this scope's text as whole words (computed once per scope)."""
@@ -194,7 +195,7 @@ def byte_entropy(text: str) -> float:
     return max(0.0, math.log2(n) - float(_C_LOG_C[counts].sum()) / n)
 
 
-def _number(body: dict, key: str, lo: float, hi: float) -> float | None:
+def _number(body: dict[str, Any], key: str, lo: float, hi: float) -> float | None:
     v = body.get(key)
     if v is None:
         return None
@@ -338,7 +339,7 @@ class KeywordIndex:
         return frozenset(word for _end, word in a.iter(normalize(text)))
 
 
-def _response_format(body: dict) -> str | None:
+def _response_format(body: dict[str, Any]) -> str | None:
     rf = body.get("response_format")
     if isinstance(rf, dict):
         return rf.get("type")

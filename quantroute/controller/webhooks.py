@@ -53,7 +53,7 @@ def _deliver_to(engine: Engine, client: httpx.Client, url: str, backoff: Backoff
             return  # waiting for its retry; later notifications wait behind it (order)
         error = _post(client, url, note.payload)
         with db_session(engine) as s:
-            row = d if d is not None else outbox.WebhookDelivery(notification_id=note.id, url=url)  # type: ignore[arg-type]
+            row = d if d is not None else outbox.WebhookDelivery(notification_id=note.id, url=url)  # type: ignore[arg-type]  # a stored notification has its id
             row = s.merge(row)
             row.attempts += 1
             if error is None:

@@ -124,7 +124,7 @@ def swap_rollout(*, session: Session, rollout: Rollout, revision: int) -> bool:
     One UPDATE ... WHERE revision = :seen, so SQLite's writer lock and PostgreSQL's row lock decide the race."""
     values = rollout.model_dump(exclude={"id", "revision", "observed_version", "observed_at"})
     values["revision"] = revision + 1
-    table = Rollout.__table__  # type: ignore[attr-defined]
+    table = Rollout.__table__  # type: ignore[attr-defined]  # SQLModel does not declare __table__ on the class
     result = session.execute(update(table).where(table.c.id == rollout.id, table.c.revision == revision)
                              .values(**values))
     if result.rowcount != 1:
@@ -136,7 +136,7 @@ def swap_rollout(*, session: Session, rollout: Rollout, revision: int) -> bool:
 def mark_observed(*, session: Session, rollout_id: int, version: int) -> bool:
     """Record that `version` was seen active, only while it is still the rollout's desired version (a later
     transition's own activation records itself). Idempotent; no revision bump, so no status write loses a race."""
-    table = Rollout.__table__  # type: ignore[attr-defined]
+    table = Rollout.__table__  # type: ignore[attr-defined]  # SQLModel does not declare __table__ on the class
     result = session.execute(update(table).where(table.c.id == rollout_id, table.c.policy_version == version)
                              .values(observed_version=version, observed_at=utcnow()))
     return result.rowcount == 1
@@ -145,16 +145,16 @@ def mark_observed(*, session: Session, rollout_id: int, version: int) -> bool:
 def unconverged(*, session: Session) -> list[Rollout]:
     """Rollouts whose desired version is not yet observed active, any phase (a promotion or rollback whose
     activation did not happen is unfinished work), and every live one."""
-    q = select(Rollout).where((Rollout.phase.in_(LIVE_PHASES))  # type: ignore[attr-defined]
-                              | ((Rollout.policy_version.is_not(None))  # type: ignore[union-attr]
-                                 & ((Rollout.observed_version.is_(None))  # type: ignore[union-attr]
+    q = select(Rollout).where((Rollout.phase.in_(LIVE_PHASES))  # type: ignore[attr-defined]  # SQLModel types a column as its Python value type
+                              | ((Rollout.policy_version.is_not(None))  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
+                                 & ((Rollout.observed_version.is_(None))  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
                                     | (Rollout.observed_version != Rollout.policy_version))))
-    return [r.fix_times() for r in session.exec(q.order_by(Rollout.id))]  # type: ignore[arg-type]
+    return [r.fix_times() for r in session.exec(q.order_by(Rollout.id))]  # type: ignore[arg-type]  # SQLModel types a column as its Python value type
 
 
 def current_rollout(*, session: Session, model: str) -> Rollout | None:
     """The newest rollout of `model` (live or finished)."""
-    q = select(Rollout).where(Rollout.model == model).order_by(Rollout.id.desc()).limit(1)  # type: ignore[union-attr]
+    q = select(Rollout).where(Rollout.model == model).order_by(Rollout.id.desc()).limit(1)  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
     row = session.exec(q).first()
     return row.fix_times() if row else None
 
@@ -163,7 +163,7 @@ def list_rollouts(*, session: Session, model: str | None = None, limit: int = 50
     q = select(Rollout)
     if model:
         q = q.where(Rollout.model == model)
-    return [r.fix_times() for r in session.exec(q.order_by(Rollout.id.desc()).limit(limit))]  # type: ignore[union-attr]
+    return [r.fix_times() for r in session.exec(q.order_by(Rollout.id.desc()).limit(limit))]  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
 
 
 def add_event(*, session: Session, event: RolloutEvent) -> RolloutEvent:
@@ -172,7 +172,7 @@ def add_event(*, session: Session, event: RolloutEvent) -> RolloutEvent:
 
 
 def events_of(*, session: Session, rollout_id: int) -> list[RolloutEvent]:
-    q = select(RolloutEvent).where(RolloutEvent.rollout_id == rollout_id).order_by(RolloutEvent.id)  # type: ignore[arg-type]
+    q = select(RolloutEvent).where(RolloutEvent.rollout_id == rollout_id).order_by(RolloutEvent.id)  # type: ignore[arg-type]  # SQLModel types a column as its Python value type
     return list(session.exec(q))
 
 

@@ -120,7 +120,7 @@ async def execute_run(*, suite: Suite, baseline: str, candidate: str, engine: En
     settings, gate = settings or RunSettings(), gate or GateConfig()
     endpoints = (parse_endpoint(baseline), parse_endpoint(candidate))
     async with httpx.AsyncClient(transport=transport, timeout=settings.timeout_s) as client:
-        arms: tuple[Arm, Arm] = tuple([await resolve_arm(client, name, ep, policy)  # type: ignore[assignment]
+        arms: tuple[Arm, Arm] = tuple([await resolve_arm(client, name, ep, policy)  # type: ignore[assignment]  # a tuple of exactly the two arms
                                        for name, ep in zip(("baseline", "candidate"), endpoints)])
         with open_session(engine) as s:
             run = db.create_run(session=s, run=db.EvalRun(

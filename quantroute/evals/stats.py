@@ -6,7 +6,10 @@ McNemar test, which looks only at the discordant items (pass in one arm, fail in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel
 from scipy.stats import binomtest
 
@@ -82,7 +85,7 @@ def paired_bootstrap_ci(diffs: np.ndarray, *, seed: int, samples: int = BOOTSTRA
     return float(low), float(high)
 
 
-def rate(xs) -> float:
+def rate(xs: Sequence[float] | npt.NDArray[np.float64]) -> float:
     """The mean of pass/fail flags; 0.0 for none."""
     return float(np.mean(xs)) if len(xs) else 0.0
 

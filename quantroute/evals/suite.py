@@ -32,7 +32,7 @@ class ExactGrader(_Spec):
 
 class NormalizedGrader(ExactGrader):
     """Like exact, after case folding, dropping punctuation/quotes/code fences and collapsing whitespace."""
-    type: Literal["normalized"] = "normalized"  # type: ignore[assignment]
+    type: Literal["normalized"] = "normalized"  # type: ignore[assignment]  # narrows the base grader's type tag to this grader's
 
 
 class NumericGrader(_Spec):

@@ -158,7 +158,7 @@ def _prune(data: dict[str, Any], err: ValidationError) -> tuple[dict[str, Any], 
     pruned = dict(data)
     for e in err.errors():
         loc = e["loc"]
-        top = loc[0] if loc else None
+        top = str(loc[0]) if loc else None
         if top is None or top in ("tiers", "thresholds") and len(loc) < 2:
             return None
         value = data.get(top)
@@ -180,7 +180,7 @@ def _prune(data: dict[str, Any], err: ValidationError) -> tuple[dict[str, Any], 
 
 def _remap(issue: Issue, index: dict[str, list[int]]) -> Issue:
     """Rewrite `rules[1]`-style references (in the path and the message) to the original indices."""
-    def fix(m: re.Match) -> str:
+    def fix(m: re.Match[str]) -> str:
         key, i = m.group(1), int(m.group(2))
         return f"{key}[{index[key][i]}]" if key in index and i < len(index[key]) else m.group(0)
 

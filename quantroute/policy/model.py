@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import Annotated, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
@@ -196,13 +196,17 @@ def _condition_kind(value: object) -> str | None:
     return None
 
 
-Condition = Annotated[
-    # A union built at runtime from the table of kinds, each tagged for the discriminator (`X | Y` cannot
-    # spell a union of a computed tuple).
-    Union[tuple(Annotated[cls, Tag(k)] for k, cls in CONDITION_KINDS.items())],  # type: ignore[misc]  # noqa: UP007 - see above
-    Discriminator(_condition_kind, custom_error_type="condition",
-                  custom_error_message="a condition needs exactly one of: " + ", ".join(CONDITION_KINDS)),
-]
+if TYPE_CHECKING:  # the union below, spelled out for the type checker
+    Condition = (AllCond | AnyCond | NotCond | TemperatureCond | KeywordsCond | OutputTokensCond | PriorityCond
+                 | LatencyBudgetCond | EntropyCond | ToolsCond | ResponseFormatCond | StreamCond | PromptCharsCond)
+else:
+    Condition = Annotated[
+        # A union built at runtime from the table of kinds, each tagged for the discriminator (`X | Y` cannot
+        # spell a union of a computed tuple).
+        Union[tuple(Annotated[cls, Tag(k)] for k, cls in CONDITION_KINDS.items())],  # noqa: UP007 - see above
+        Discriminator(_condition_kind, custom_error_type="condition",
+                      custom_error_message="a condition needs exactly one of: " + ", ".join(CONDITION_KINDS)),
+    ]
 for _m in (AllCond, AnyCond, NotCond):
     _m.model_rebuild()
 
@@ -286,11 +290,14 @@ class Guards(Strict):
     failure_limit: int = Field(default=1, ge=1)
 
 
+DEFAULT_STEPS: tuple[float, ...] = (1, 5, 10, 25, 50, 100)  # percent of the model's traffic per canary step
+
+
 class CanarySpec(Strict):
     model: str
     baseline: str
     candidate: str
-    steps: list[float] = Field(default_factory=lambda: [1, 5, 10, 25, 50, 100], min_length=1)
+    steps: list[float] = Field(default_factory=lambda: list(DEFAULT_STEPS), min_length=1)
     percent: float = Field(default=0, ge=0, le=100)
     guards: Guards = Field(default_factory=Guards)
     auto_advance_s: int | None = Field(default=None, ge=1)

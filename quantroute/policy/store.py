@@ -17,10 +17,11 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from quantroute.db import audit
 from quantroute.db.policy_state import (
@@ -320,7 +321,7 @@ class PolicyStore:
             if existing:
                 raise PolicyStoreError(f"version {version} was already approved by {existing.approved_by}")
             s.add(PolicyApproval(version=version, approved_by=by, comment=comment))
-            detail: dict = {"comment": comment} if comment else {}
+            detail: dict[str, Any] = {"comment": comment} if comment else {}
             if actor is not None and actor != by:
                 detail.update(implicit=True, covered_by=by)
             audit.record(s, actor=actor or by, action="policy.approve", subject=self.path(version).name,
@@ -346,7 +347,7 @@ class PolicyStore:
         Known-good means it has been active before. Returns the version now active."""
         current = self.active_version()
         with Session(self.engine) as s:
-            rows = list(s.exec(select(PolicyActivation).order_by(PolicyActivation.id.desc())))
+            rows = list(s.exec(select(PolicyActivation).order_by(col(PolicyActivation.id).desc())))
         previously = [r.version for r in rows if r.version != current]
         if to is None:
             if not previously:

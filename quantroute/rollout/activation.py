@@ -33,7 +33,7 @@ def write(store: PolicyStore, row: db.Rollout, out: machine.Transition, name: st
             policy = versions.promoted(active, row.model)
         elif out.state.phase == Phase.rolling_back and active.canary_for(row.model) is None:
             # the active version has no canary for the model: it is the promotion being rolled back
-            policy = versions.restored(active, store.load(row.start_version), row.model)  # type: ignore[arg-type]
+            policy = versions.restored(active, store.load(row.start_version), row.model)  # type: ignore[arg-type]  # a live rollout has its start version
         else:
             spec = active.canary_for(row.model)
             if spec is not None and spec.percent == out.state.percent:

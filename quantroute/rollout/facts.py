@@ -46,7 +46,7 @@ def eval_gate(engine: Engine, spec: CanarySpec, pin: str, *, since: datetime | N
     with db_session(engine) as s:
         q = (select(EvalRun).where(EvalRun.candidate_deployment == spec.candidate,
                                    EvalRun.baseline_deployment == spec.baseline, EvalRun.status == "done")
-             .order_by(EvalRun.id.desc()))  # type: ignore[union-attr]
+             .order_by(EvalRun.id.desc()))  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
         runs = list(s.exec(q))
     if since is not None:
         runs = [r for r in runs if aware(r.created_at) >= since]
@@ -81,7 +81,7 @@ def arm_window(engine: Engine, *, model: str, deployment: str, start: datetime, 
             RequestLog.model == model, RequestLog.deployment == deployment,
             RequestLog.ts >= start, RequestLog.ts <= end)
         rows = list(s.exec(q))
-    return arm_stats(rows)  # type: ignore[arg-type]
+    return arm_stats(rows)  # type: ignore[arg-type]  # rows are (arm, status, latency, ttft) tuples from the query above
 
 
 def node_facts(engine: Engine, router: RouterAdmin | None, spec: CanarySpec) -> dict[str, Fact]:

@@ -73,7 +73,8 @@ def _ratio(cand: float | None, base: float | None) -> float | None:
 def evaluate(baseline: ArmStats, candidate: ArmStats, guards: Guards, window: Window | None = None,
              eval_failure: str | None = None) -> GuardVerdict:
     """`eval_failure`: the verdict of a fresh eval run of the candidate that failed (guards.require_eval_pass)."""
-    def verdict(status, breaches, summary):
+    def verdict(status: Literal["pass", "breach", "inconclusive"], breaches: list[Breach],
+                summary: str) -> GuardVerdict:
         return GuardVerdict(status=status, breaches=breaches, window=window, baseline=baseline,
                             candidate=candidate, summary=summary)
 
@@ -94,7 +95,7 @@ def evaluate(baseline: ArmStats, candidate: ArmStats, guards: Guards, window: Wi
             r = _ratio(c, b)
             if r is not None and r > limit:
                 what = "p95 latency" if key == "p95_latency_ms" else "p95 TTFT"
-                breaches.append(Breach(guard=guard, value=r, limit=limit,  # type: ignore[arg-type]
+                breaches.append(Breach(guard=guard, value=r, limit=limit,
                                        detail=f"candidate {what} {c:.0f} ms / baseline {b:.0f} ms = {r:.2f}x "
                                               f"> {limit:g}x"))
     if breaches:

@@ -12,9 +12,10 @@ controller's next pass completes it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 
 class Phase(str, Enum):
@@ -301,9 +302,11 @@ def _inconclusive(state: State, a: GuardInconclusive) -> Outcome:
     return Transition(state, False, f"held at {_pct(state.percent)}: {a.summary}")
 
 
-_HANDLERS = {Start: _start, EvalPassed: _eval_passed, Approve: _approve, Step: _step, Pause: _pause,
-             Resume: _resume, Promote: _promote, Rollback: _rollback, GuardBreach: _breach,
-             GuardInconclusive: _inconclusive, DwellElapsed: _dwell, TrafficMoved: _traffic_moved}
+_HANDLERS: dict[type, Callable[[State, Any], Outcome]] = {
+    Start: _start, EvalPassed: _eval_passed, Approve: _approve, Step: _step, Pause: _pause, Resume: _resume,
+    Promote: _promote, Rollback: _rollback, GuardBreach: _breach, GuardInconclusive: _inconclusive,
+    DwellElapsed: _dwell, TrafficMoved: _traffic_moved,
+}
 
 
 def _pct(x: float) -> str:

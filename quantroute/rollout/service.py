@@ -118,7 +118,7 @@ class RolloutService:
             try:
                 row = db.create_rollout(session=s, rollout=db.Rollout(
                     model=model, candidate=candidate, baseline=spec.baseline,
-                    phase=out.state.phase.value,  # type: ignore[union-attr]
+                    phase=out.state.phase.value,  # type: ignore[union-attr]  # a Transition: refusals returned above
                     steps=list(spec.steps), started_at=now, updated_at=now, step_at=now, started_by=by,
                     target_concurrency=target_concurrency or self.target_concurrency,
                     start_version=policy.version, policy_version=policy.version, message=out.message))
@@ -187,7 +187,7 @@ class RolloutService:
                 raise RolloutRefused(f"tick refused: {why}")
         with db_session(self.engine) as s:
             for item in items:
-                db.tick(session=s, rollout_id=row.id, item=item, by=by, note=note)  # type: ignore[arg-type]
+                db.tick(session=s, rollout_id=row.id, item=item, by=by, note=note)  # type: ignore[arg-type]  # a stored row has its id
             audit.record(s, actor=by, action="rollout.tick", subject=model,
                          detail={"rollout_id": row.id, "items": items, "note": note})
             s.commit()
@@ -214,7 +214,7 @@ class RolloutService:
             try:
                 self._breach(row, by, v)
             except RolloutRefused:
-                now_phase = Phase(self._by_id(row.id).phase)  # type: ignore[arg-type]
+                now_phase = Phase(self._by_id(row.id).phase)  # type: ignore[arg-type]  # a stored row has its id
                 if not (now_phase.terminal or now_phase == Phase.rolling_back):
                     raise
                 # someone rolled it back (or promoted it) meanwhile: nothing left for this breach to do
@@ -256,7 +256,7 @@ class RolloutService:
             if db.swap_rollout(session=s, rollout=new, revision=row.revision):
                 s.commit()
                 return new
-        return self._by_id(row.id)  # type: ignore[arg-type]
+        return self._by_id(row.id)  # type: ignore[arg-type]  # a stored row has its id
 
     def _verdict(self, row: db.Rollout) -> GuardVerdict:
         spec, policy = self._spec(row)
@@ -291,10 +291,10 @@ class RolloutService:
         if row is None:
             return []
         with db_session(self.engine) as s:
-            seen = max((e.id or 0 for e in db.events_of(session=s, rollout_id=row.id)), default=0)  # type: ignore[arg-type]
+            seen = max((e.id or 0 for e in db.events_of(session=s, rollout_id=row.id)), default=0)  # type: ignore[arg-type]  # a stored row has its id
         if not row.converged and (self.clock() - row.updated_at).total_seconds() >= HEAL_GRACE_S:
             self._heal(row, by)
-            row = self._by_id(row.id)  # type: ignore[arg-type]
+            row = self._by_id(row.id)  # type: ignore[arg-type]  # a stored row has its id
         if row.phase == Phase.rolling_back.value:
             self._finish_rollback(row, by)
         elif row.phase == Phase.gated.value:
@@ -305,7 +305,7 @@ class RolloutService:
         elif row.phase in (Phase.progressing.value, Phase.paused.value):
             self.evaluate_guards(model, by=by)
         with db_session(self.engine) as s:
-            return [e.message for e in db.events_of(session=s, rollout_id=row.id)  # type: ignore[arg-type]
+            return [e.message for e in db.events_of(session=s, rollout_id=row.id)  # type: ignore[arg-type]  # a stored row has its id
                     if (e.id or 0) > seen and e.actor == by and not e.refused]
 
     def _heal(self, row: db.Rollout, by: str) -> str | None:
@@ -348,7 +348,7 @@ class RolloutService:
         if row.policy_version is None or not activation.observed(self.store, row):
             return False
         with db_session(self.engine) as s:
-            db.mark_observed(session=s, rollout_id=row.id, version=row.policy_version)  # type: ignore[arg-type]
+            db.mark_observed(session=s, rollout_id=row.id, version=row.policy_version)  # type: ignore[arg-type]  # a stored row has its id
             s.commit()
         return True
 
@@ -378,9 +378,9 @@ class RolloutService:
         gate = facts.eval_gate(self.engine, spec, policy.deployments[row.candidate].eval_suite)
         with db_session(self.engine) as s:
             events = [e.model_dump(mode="json", exclude={"rollout_id"})
-                      for e in db.events_of(session=s, rollout_id=row.id)]  # type: ignore[arg-type]
+                      for e in db.events_of(session=s, rollout_id=row.id)]  # type: ignore[arg-type]  # a stored row has its id
         return RolloutStatus(id=row.id, model=row.model, candidate=row.candidate,
-                             baseline=row.baseline,  # type: ignore[arg-type]
+                             baseline=row.baseline,  # type: ignore[arg-type]  # a stored row has its id
                              phase=row.phase, steps=row.steps, step_index=row.step_index, percent=row.percent,
                              started_at=row.started_at, updated_at=row.updated_at, started_by=row.started_by,
                              approved_by=row.approved_by, target_concurrency=row.target_concurrency,
@@ -398,7 +398,7 @@ class RolloutService:
     def _checklist(self, row: db.Rollout) -> cl.Checklist:
         with db_session(self.engine) as s:
             ticks = {k: v.ticked_by for k, v in db.ticks_of(session=s,
-                                                            rollout_id=row.id).items()}  # type: ignore[arg-type]
+                                                            rollout_id=row.id).items()}  # type: ignore[arg-type]  # a stored row has its id
         return cl.evaluate(self._facts(row), ticks)
 
     def _facts(self, row: db.Rollout) -> dict[str, cl.Fact]:
@@ -474,7 +474,7 @@ class RolloutService:
     def _refused(self, row: db.Rollout, by: str, name: str, reason: str) -> None:
         with db_session(self.engine) as s:
             s.add(db.RolloutEvent(rollout_id=row.id, actor=by, action=name,
-                                  phase_before=row.phase,  # type: ignore[arg-type]
+                                  phase_before=row.phase,  # type: ignore[arg-type]  # a stored row has its id
                                   phase_after=row.phase, percent_before=row.percent, percent_after=row.percent,
                                   refused=True, message=reason))
             s.commit()
@@ -493,7 +493,7 @@ class RolloutService:
             won = self._commit(row, by, name, out, detail, changes or {})
             if won is not None:
                 return won
-            fresh = self._by_id(row.id)  # type: ignore[arg-type]
+            fresh = self._by_id(row.id)  # type: ignore[arg-type]  # a stored row has its id
             if not isinstance(action, REDECIDE) and (fresh.phase, fresh.step_index) != (row.phase, row.step_index):
                 reason = (f"{name} refused: rollout {row.id} changed while you acted (it was {row.phase} at "
                           f"{row.percent:g}%, now {fresh.phase} at {fresh.percent:g}%: {fresh.message}); nothing "
@@ -507,14 +507,14 @@ class RolloutService:
                 changes: dict) -> db.Rollout | None:
         """Write one transition: version file, then the row's compare-and-swap (with its event), then, only
         for the winner, activation. None when another actor wrote the row first."""
-        if self._by_id(row.id).revision != row.revision:  # type: ignore[arg-type]
+        if self._by_id(row.id).revision != row.revision:  # type: ignore[arg-type]  # a stored row has its id
             return None  # already lost: write no version nobody will serve
         new = db.Rollout(**{**row.model_dump(), **changes})
         v_active = self.store.active_version()
         v_after, written = (activation.write(self.store, new, out, name, by) if out.traffic
                             else (row.policy_version, False))
         now = self.clock()
-        new.phase, new.step_index, new.percent = out.state.phase.value, out.state.step_index, out.state.percent  # type: ignore[union-attr]
+        new.phase, new.step_index, new.percent = out.state.phase.value, out.state.step_index, out.state.percent  # type: ignore[union-attr]  # a Transition: refusals returned above
         new.updated_at, new.message, new.policy_version = now, out.message, v_after
         if out.aborted:
             new.aborted_reason = out.aborted
@@ -532,9 +532,9 @@ class RolloutService:
             self.after_status_write(new)
         rolling_back = out.state.phase == Phase.rolling_back
         if written:
-            activation.activate(self.store, new, v_after, by=by, rollback=rolling_back)  # type: ignore[arg-type]
+            activation.activate(self.store, new, v_after, by=by, rollback=rolling_back)  # type: ignore[arg-type]  # v_after is set whenever traffic moves
         if out.traffic:
-            activation.settle(self.store, self.engine, rollout_id=new.id, revision=new.revision, by=by)  # type: ignore[arg-type]
+            activation.settle(self.store, self.engine, rollout_id=new.id, revision=new.revision, by=by)  # type: ignore[arg-type]  # a stored row has its id
             self._observe(new)
         if rolling_back:
             return self._finish_rollback(new, by)
@@ -546,7 +546,7 @@ class RolloutService:
         hear about, the notifications: all in the caller's transaction, so they commit with the status or not."""
         detail = {**self.actor_detail, **(detail or {})}
         ev = db.add_event(session=s, event=db.RolloutEvent(
-            rollout_id=row.id, actor=by, action=name, phase_before=phase_before, phase_after=row.phase,  # type: ignore[arg-type]
+            rollout_id=row.id, actor=by, action=name, phase_before=phase_before, phase_after=row.phase,  # type: ignore[arg-type]  # a stored row has its id
             percent_before=pct_before, percent_after=row.percent, version_before=v_before, version_after=v_after,
             message=message, detail=detail))
         audit.record(s, actor=by, action=f"rollout.{name}", subject=row.model, version_before=v_before,

@@ -213,7 +213,7 @@ class Router:
                 pass
             if not state["done"]:
                 state["gone"] = True
-                task.cancel()  # type: ignore[union-attr]
+                task.cancel()  # type: ignore[union-attr]  # always inside a request's task
 
         pending = self.decider.pending(route)
         if route.pin is not None and (pending is None or pending.done()):
@@ -232,21 +232,21 @@ class Router:
                 if not state["done"] and not state["gone"] and (fut.cancelled() or fut.exception() is not None
                                                                or not self.decider.agrees(route)):
                     state["moved"] = True
-                    task.cancel()  # type: ignore[union-attr]
+                    task.cancel()  # type: ignore[union-attr]  # always inside a request's task
 
             pending.add_done_callback(settled)
         watcher = asyncio.get_running_loop().create_task(watch())
         try:
-            await self.forwarder.forward(path=path, body=body, headers=raw_headers, first=route.node,  # type: ignore[union-attr]
+            await self.forwarder.forward(path=path, body=body, headers=raw_headers, first=route.node,  # type: ignore[union-attr]  # set by startup(), before any request
                                          pick_other=lambda tried: self.decider.pick(route, tried), send=send,
                                          response_headers=lambda node: self.route_headers(route, node),
                                          started=started, out=out, gate=gate)
         except asyncio.CancelledError:
             if state["gone"]:
-                task.uncancel()  # type: ignore[union-attr]
+                task.uncancel()  # type: ignore[union-attr]  # always inside a request's task
                 out.status, out.error = 499, "client disconnected"
             elif state["moved"]:
-                task.uncancel()  # type: ignore[union-attr]
+                task.uncancel()  # type: ignore[union-attr]  # always inside a request's task
                 self.decider.check_settled(route, pending)  # raises PinMoved or SessionPinUnavailable
             else:
                 raise

@@ -129,7 +129,7 @@ class Decider:
                 self.pins.rearm(key, BASELINE)
                 pin.arm, pin.served_deployment = BASELINE, None
         deps = (pin.deployment,) if pin.deployment else self.deployments_for(ap, model, tier, pin.arm)
-        route = Route(ap, model, tier, None, pin.arm, decision, key, pinned=True, from_pin=True,  # type: ignore[arg-type]
+        route = Route(ap, model, tier, None, pin.arm, decision, key, pinned=True, from_pin=True,  # type: ignore[arg-type]  # a pin or a decision names the tier
                       pin_created=pin.created_at, deployments=deps)
         route.pin = pin
         if not pin.deployment:
@@ -169,7 +169,7 @@ class Decider:
             arm = None
             if canary is not None and canary.percent > 0:  # a canary at 0 % is not running: no arms
                 arm = choose_arm(key or headers.get("x-request-id") or uuid.uuid4().hex, canary.percent, model)
-        route = Route(ap, model, tier, None, arm, decision, key)  # type: ignore[arg-type]
+        route = Route(ap, model, tier, None, arm, decision, key)  # type: ignore[arg-type]  # a pin or a decision names the tier
         for i, t in enumerate(ladder):  # cheapest first; never below the decision's tier
             route.tier = t
             route.deployments = (fixed,) if fixed else self.deployments_for(ap, model, t, arm)
@@ -197,7 +197,7 @@ class Decider:
     def _claim_pin(self, route: Route, fixed: str | None) -> None:
         """Pin the session to this route; the pin is stored while the request is forwarded (`settle`)."""
         served = None if fixed else route.node.deployment
-        route.pin = self.pins.claim(key=route.session_key, model=route.model, tier=route.tier.value,  # type: ignore[arg-type]
+        route.pin = self.pins.claim(key=route.session_key, model=route.model, tier=route.tier.value,  # type: ignore[arg-type]  # a pinned route carries its session key and pin
                                     arm=route.arm, deployment=fixed, policy_version=route.policy.version,
                                     ttl_s=route.policy.policy.sessions.ttl_s, served_deployment=served)
         route.prefer = served  # a retry of this first request stays on the deployment the pin names
@@ -251,7 +251,7 @@ class Decider:
 
     async def follow(self, route: Route) -> Route:
         """Re-route a request whose session was pinned elsewhere first: exactly as a later turn would go."""
-        return await self._pinned(route.policy, route.pin, route.model, route.decision, route.session_key)  # type: ignore[arg-type]
+        return await self._pinned(route.policy, route.pin, route.model, route.decision, route.session_key)  # type: ignore[arg-type]  # a pinned route carries its session key and pin
 
     # -- nodes --------------------------------------------------------------------------------------------
     def pick(self, route: Route, exclude: set[str]) -> Node | None:

@@ -109,7 +109,7 @@ class PolicyHolder:
             if v == 1:
                 seed_default(self.policies_dir)
         self._swap(ActivePolicy.build(self._load(v)))
-        return self.current  # type: ignore[return-value]
+        return self.current  # type: ignore[return-value]  # the swap above set it
 
     def _load(self, version: int) -> Policy:
         if self.store is not None:

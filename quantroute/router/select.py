@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 # A node at 100% KV-cache usage counts as this many extra queued requests.
 KV_PRESSURE_WEIGHT = 8.0
@@ -34,8 +34,11 @@ def has_room(node: NodeView) -> bool:
     return node.available and node.inflight < node.max_inflight and node.waiting < node.max_waiting
 
 
-def pick_node(candidates: Sequence[NodeView], *, exclude: frozenset[str] | set[str] = frozenset(),
-              rng: Callable[[int], int] | None = None) -> NodeView | None:
+N = TypeVar("N", bound=NodeView)
+
+
+def pick_node(candidates: Sequence[N], *, exclude: frozenset[str] | set[str] = frozenset(),
+              rng: Callable[[int], int] | None = None) -> N | None:
     """Least-loaded of two random nodes with room; None when every node is full, down or excluded."""
     ok = [n for n in candidates if n.key not in exclude and has_room(n)]
     if not ok:

@@ -86,7 +86,7 @@ class _Conn(asyncio.Protocol):
         self.reusable = False
         self.parser = httptools.HttpResponseParser(self)
         self._headers_done = asyncio.get_running_loop().create_future()
-        self.transport.write(head + body)  # type: ignore[union-attr]
+        self.transport.write(head + body)  # type: ignore[union-attr]  # connected: the transport exists
         return self._headers_done
 
 
@@ -132,7 +132,7 @@ class Response:
         return b"".join([c async for c in self.aiter_raw()])
 
     async def aclose(self) -> None:
-        conn, self.conn = self.conn, None  # type: ignore[assignment]
+        conn, self.conn = self.conn, None  # type: ignore[assignment]  # None marks a closed response
         if conn is None:
             return
         if self._done and conn.reusable and not conn.closed and conn.queue.empty():
@@ -181,7 +181,7 @@ class Pool:
         try:
             await asyncio.wait_for(conn.start(head, body), timeout)
         except TimeoutError:
-            conn.transport.close()  # type: ignore[union-attr]
+            conn.transport.close()  # type: ignore[union-attr]  # connected: the transport exists
             raise UpstreamError("node sent no response headers in time") from None
         return Response(self, conn, self.read_timeout)
 

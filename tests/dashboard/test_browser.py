@@ -159,7 +159,7 @@ def logged_deployments(stack, keys: list[str], timeout_s: float = 15.0) -> set[s
     try:
         while True:
             with session(engine) as s:
-                deps = set(s.exec(select(RequestLog.deployment).where(RequestLog.session_key.in_(keys))))  # type: ignore[union-attr]
+                deps = set(s.exec(select(RequestLog.deployment).where(RequestLog.session_key.in_(keys))))  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
             if CANDIDATE in deps or time.monotonic() > deadline:
                 return deps
             time.sleep(0.3)

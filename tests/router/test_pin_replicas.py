@@ -89,7 +89,7 @@ def router_process(settings, *, workers: int) -> tuple[subprocess.Popen, str]:
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:
-        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]  # type: ignore[union-attr]
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]  # type: ignore[union-attr]  # started with stderr=PIPE
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
                 return proc, url
