@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 import pytest
+import yaml
 
 from quantroute.launcher.policy import fleet_policy
 
