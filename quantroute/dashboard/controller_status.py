@@ -22,7 +22,7 @@ from quantroute.db import rollout as rdb
 from quantroute.db.audit import utcnow
 from quantroute.db.engine import session as db_session
 
-REFRESH_S = 5
+REFRESH_S = 10  # a fragment run per 10 s: cheap (two small queries), and rare enough not to keep the page busy
 TOKEN_KEY = "controller_status.rollouts_token"
 FAILURES_SINCE = timedelta(hours=24)
 
