@@ -18,6 +18,7 @@ from tests.rollout.conftest import (  # noqa: F401 - fixtures shared with the ro
     LATENCY_GUARDS,
     MODEL,
     TOKEN,
+    approved,
     db_engine,
     live,
     policy_data,
@@ -27,7 +28,6 @@ from tests.rollout.conftest import (  # noqa: F401 - fixtures shared with the ro
     store,
     write_v1,
 )
-from tests.rollout.test_live import approved
 
 GUARDS = {"max_error_rate": 0.05, "max_p95_latency_ratio": 1000.0, "max_ttft_ratio": 1000.0, "window_s": 120,
           "min_requests": 10, "require_eval_pass": True}

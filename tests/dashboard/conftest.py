@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from quantroute.auth import hash_password
 from quantroute.clock import utcnow
@@ -69,3 +70,17 @@ def stack(tmp_path: Path, monkeypatch):
     monkeypatch.chdir(REPO)
     yield engine, policies
     engine.dispose()
+
+
+# Page helpers shared by the dashboard tests.
+def page(module: str, name: str, role: str) -> AppTest:
+    at = AppTest.from_string(f"""
+from quantroute.dashboard.pages import {module}
+{module}.render()
+""", default_timeout=60)
+    at.session_state["user"] = {"name": name, "role": role}
+    return at.run()
+
+
+def buttons(at: AppTest) -> list[str]:
+    return [b.label for b in at.button]

@@ -10,7 +10,7 @@ from quantroute.db import controller as heartbeat
 from quantroute.db import notification as outbox
 from quantroute.db.audit import utcnow
 from quantroute.db.engine import session
-from tests.dashboard.test_pages import page
+from tests.dashboard.conftest import page
 
 
 def hb(age_s: float, *, interval: float = 5.0, error: str | None = None) -> heartbeat.ControllerHeartbeat:

@@ -9,7 +9,7 @@ import pytest
 from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
 
 from quantroute.dashboard.pages import fleet
-from tests.dashboard.test_pages import page
+from tests.dashboard.conftest import page
 
 
 @pytest.fixture

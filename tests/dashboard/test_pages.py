@@ -12,20 +12,7 @@ from quantroute.db.engine import session
 from quantroute.db.user import update_user
 from quantroute.policy.loader import policy_to_data, validate_data
 from quantroute.policy.store import PolicyStore
-from tests.dashboard.conftest import APP, PASSWORD
-
-
-def page(module: str, name: str, role: str) -> AppTest:
-    at = AppTest.from_string(f"""
-from quantroute.dashboard.pages import {module}
-{module}.render()
-""", default_timeout=60)
-    at.session_state["user"] = {"name": name, "role": role}
-    return at.run()
-
-
-def buttons(at: AppTest) -> list[str]:
-    return [b.label for b in at.button]
+from tests.dashboard.conftest import APP, PASSWORD, buttons, page
 
 
 def test_login_then_navigation(stack):

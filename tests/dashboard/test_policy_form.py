@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from quantroute.dashboard import policy_form
-from tests.dashboard.test_pages import page
+from tests.dashboard.conftest import page
 
 
 def tab(at, label: str):

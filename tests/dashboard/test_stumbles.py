@@ -16,7 +16,7 @@ from quantroute.policy.loader import policy_to_data, validate_data
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout import checklist as cl
 from quantroute.rollout.service import RolloutService
-from tests.dashboard.test_pages import buttons, page
+from tests.dashboard.conftest import buttons, page
 from tests.rollout.conftest import record_eval, record_staircase
 
 MODEL, BASE, CAND = "llama3-8b", "llama3-8b-awq-w4a16", "llama3-8b-awq-w4a16-v2"

@@ -5,6 +5,9 @@ and eval runs recorded through the evals' own data functions."""
 from __future__ import annotations
 
 import asyncio
+import math
+import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -241,3 +244,37 @@ def wait_logged(engine, n: int) -> None:
                 return
         time.sleep(0.05)
     raise AssertionError(f"request log did not reach {n} rows")
+
+
+# Helpers of the live rollout tests (tests/rollout and tests/controller), shared through this conftest.
+N = 300  # new sessions per step
+
+
+def sessions(n: int = N) -> list[str]:
+    return [uuid.uuid4().hex for _ in range(n)]
+
+
+def near(share: float, percent: float, n: int) -> bool:
+    """Within 4 binomial standard deviations (plus one request) of the step's percent."""
+    p = percent / 100
+    return abs(share - p) <= 4 * math.sqrt(p * (1 - p) / n) + 1 / n
+
+
+def approved(url, svc, db_engine):
+    record_eval(db_engine, passed=True)
+    record_staircase(db_engine)
+    svc.start(MODEL, candidate=CAND, by="alice")
+    svc.tick(MODEL, PERSON_ITEMS, by="carol")
+    st = svc.approve(MODEL, by="bob")
+    wait_version(url, st.policy_version)
+    return st
+
+
+def wait_version(url: str, version: int, timeout: float = 5.0) -> float:
+    """Seconds until the router reports `version` active (it reloads on the pointer file)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if httpx.get(url + "/health", timeout=5).json()["policy_version"] == version:
+            return time.monotonic() - t0
+        time.sleep(0.01)
+    raise AssertionError(f"router did not load policy version {version}")

@@ -3,9 +3,7 @@ each step; a bad candidate is rolled back by its guards; a manual rollback retur
 
 from __future__ import annotations
 
-import math
 import time
-import uuid
 
 import httpx
 import pytest
@@ -15,46 +13,16 @@ from tests.rollout.conftest import (
     CAND,
     LATENCY_GUARDS,
     MODEL,
-    PERSON_ITEMS,
+    N,
+    approved,
     candidate_share,
-    record_eval,
-    record_staircase,
+    near,
     send,
+    sessions,
     set_faults,
     wait_logged,
+    wait_version,
 )
-
-N = 300  # new sessions per step
-
-
-def sessions(n: int = N) -> list[str]:
-    return [uuid.uuid4().hex for _ in range(n)]
-
-
-def near(share: float, percent: float, n: int) -> bool:
-    """Within 4 binomial standard deviations (plus one request) of the step's percent."""
-    p = percent / 100
-    return abs(share - p) <= 4 * math.sqrt(p * (1 - p) / n) + 1 / n
-
-
-def approved(url, svc, db_engine):
-    record_eval(db_engine, passed=True)
-    record_staircase(db_engine)
-    svc.start(MODEL, candidate=CAND, by="alice")
-    svc.tick(MODEL, PERSON_ITEMS, by="carol")
-    st = svc.approve(MODEL, by="bob")
-    wait_version(url, st.policy_version)
-    return st
-
-
-def wait_version(url: str, version: int, timeout: float = 5.0) -> float:
-    """Seconds until the router reports `version` active (it reloads on the pointer file)."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if httpx.get(url + "/health", timeout=5).json()["policy_version"] == version:
-            return time.monotonic() - t0
-        time.sleep(0.01)
-    raise AssertionError(f"router did not load policy version {version}")
 
 
 def test_good_candidate_goes_from_gate_to_promoted(live, db_engine, store):

@@ -9,8 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.rollout.conftest import BASE, CAND, MODEL, policy_data, send, wait_logged, write_v1
-from tests.rollout.test_live import N, approved, near, sessions, wait_version
+from tests.rollout.conftest import (
+    BASE,
+    CAND,
+    MODEL,
+    N,
+    approved,
+    near,
+    policy_data,
+    send,
+    sessions,
+    wait_logged,
+    wait_version,
+    write_v1,
+)
 
 DWELL_S = 1
 
