@@ -5,9 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from quantroute.router.canary import BASELINE, CANDIDATE, bucket, choose_arm
-from quantroute.router.select import pick_node
-from quantroute.tiers import Tier, tiers_at_or_above
+from quantroute.router.canary import BASELINE, CANDIDATE, choose_arm
 from tests.router.conftest import (
     INT4,
     INT4_V2,
@@ -120,29 +118,6 @@ def test_rolled_back_canary_returns_pinned_candidate_sessions_to_baseline(make_s
             time.sleep(0.05)
         for key in on_candidate:
             assert chat(url, TOLERANT, session=key).headers["x-quantroute-deployment"] == INT4
-
-
-def test_canary_hash_is_stable_and_monotonic_in_percent():
-    keys = [f"k{i}" for i in range(2000)]
-    at10 = {k for k in keys if choose_arm(k, 10, "m") == CANDIDATE}
-    at25 = {k for k in keys if choose_arm(k, 25, "m") == CANDIDATE}
-    assert at10 <= at25  # raising the percent never moves a candidate session back
-    assert 100 < len(at10) < 300 and bucket("k1", "m") == bucket("k1", "m")
-
-
-class N:
-    def __init__(self, key, inflight=0, waiting=0, kv=0.0, speed=1.0, healthy=True):
-        self.key, self.inflight, self.waiting, self.kv_usage, self.speed = key, inflight, waiting, kv, speed
-        self.max_inflight, self.max_waiting, self.available = 10, 10, healthy
-
-
-def test_select_least_load_weighted_by_speed_and_never_lower_tier():
-    a, b = N("a", inflight=4), N("b", inflight=4, speed=2.0)
-    assert pick_node([a, b]) is b  # same queue, twice as fast
-    assert pick_node([N("x", inflight=10), N("y", healthy=False)]) is None  # full / down
-    assert pick_node([a, b], exclude={"b"}) is a
-    assert tiers_at_or_above(Tier.int8) == [Tier.int8, Tier.fp8, Tier.fp16]
-    assert tiers_at_or_above(Tier.int8, ceiling=Tier.fp8) == [Tier.int8, Tier.fp8]
 
 
 @pytest.mark.postgres
