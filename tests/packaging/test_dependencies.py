@@ -23,7 +23,10 @@ def norm(name: str) -> str:
 
 def declared() -> tuple[set[str], dict[str, set[str]]]:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    dist = lambda spec: norm(re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0])  # noqa: E731
+
+    def dist(spec: str) -> str:
+        return norm(re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0])
+
     return ({dist(d) for d in project["dependencies"]},
             {extra: {dist(d) for d in deps} for extra, deps in project["optional-dependencies"].items()})
 
