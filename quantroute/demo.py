@@ -196,7 +196,8 @@ def seed_evals(stack: Stack, *, suite: str = "data/evals/golden.jsonl") -> list[
     out = []
     for baseline, candidate, path in pairs:
         view = start_run(suite=load_suite(path), baseline=f"{stack.router_url}#{baseline}",
-                         candidate=f"{stack.router_url}#{candidate}", engine=engine, runs_dir=stack.dir / "evals")
+                         candidate=f"{stack.router_url}#{candidate}", engine=engine, runs_dir=stack.dir / "evals",
+                         source="registered", started_by="demo")  # the demo's own router: its fleet
         out.append(f"run {view.run['id']}: {candidate} vs {baseline} on {path.stem}: "
                    f"{view.verdict.summary().splitlines()[0]}")
     engine.dispose()

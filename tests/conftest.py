@@ -62,3 +62,16 @@ def engine(db_url: str):
     init_db(eng)
     yield eng
     eng.dispose()
+
+
+def add_users(engine, **roles: str) -> None:
+    """People the services check actors against (`name=role`); no password (the services never ask for one).
+    Names already present keep their row."""
+    from quantroute.db.engine import session
+    from quantroute.db.user import User, get_user
+
+    with session(engine) as s:
+        for name, role in roles.items():
+            if get_user(session=s, name=name) is None:
+                s.add(User(name=name, role=role))
+        s.commit()

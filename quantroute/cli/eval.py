@@ -116,8 +116,10 @@ def _gate(threshold: float, category_threshold: tuple[str, ...], validity_thresh
 
 @eval_group.command("run")
 @click.option("--suite", "suite_path", required=True, type=click.Path(dir_okay=False), help="JSONL suite file.")
-@click.option("--baseline", required=True, help="URL[#deployment] of the baseline (e.g. the fp16 deployment).")
-@click.option("--candidate", required=True, help="URL[#deployment] of the candidate (e.g. an int4 deployment).")
+@click.option("--baseline", required=True,
+              help="a registered deployment id (e.g. the fp16 one), or URL[#deployment] (operators; recorded)")
+@click.option("--candidate", required=True,
+              help="a registered deployment id (e.g. an int4 one), or URL[#deployment] (operators; recorded)")
 @click.option("--concurrency", default=8, show_default=True, type=click.IntRange(1, 256),
               help="Requests in flight per arm.")
 @click.option("--threshold", default=0.02, show_default=True, type=click.FloatRange(0, 1),
@@ -140,9 +142,14 @@ def run_cmd(suite_path: str, baseline: str, candidate: str, concurrency: int, th
             category_threshold: tuple[str, ...], validity_threshold: float, min_items: int, timeout: float,
             retries: int, seed: int, policy_file: str | None, policies_dir: str, runs_dir: str,
             db_url: str | None) -> None:
-    """Ask every suite item of both arms, grade, compare, gate. Exits 1 when the gate fails."""
+    """Ask every suite item of both arms, grade, compare, gate, as you (QUANTROUTE_TOKEN or QUANTROUTE_USER).
+    A deployment id resolves to a node registered for it; only such runs can open a rollout's eval gate.
+    Exits 1 when the gate fails."""
+    from quantroute.auth import PermissionDenied
+    from quantroute.cli.identity import acting_user
     from quantroute.evals.runner import EvalSetupError, RunSettings
     from quantroute.evals.runs import start_run
+    from quantroute.evals.targets import registered_nodes, resolve_targets
 
     console = _console()
     try:
@@ -151,15 +158,21 @@ def run_cmd(suite_path: str, baseline: str, candidate: str, concurrency: int, th
         raise click.ClickException(str(e)) from None
     gate = _gate(threshold, category_threshold, validity_threshold, min_items)
     engine = _engine(db_url)
+    try:
+        targets = resolve_targets(engine, actor=acting_user(engine), baseline=baseline, candidate=candidate,
+                                  registered=registered_nodes(engine))
+    except (PermissionDenied, EvalSetupError) as e:
+        raise click.ClickException(str(e)) from None
     policy = _policy(policy_file, policies_dir, engine, console)
     settings = RunSettings(concurrency=concurrency, timeout_s=timeout, retries=retries)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as bar:
         task = bar.add_task(f"{suite.name}: {len(suite.items)} items x 2 arms", total=2 * len(suite.items))
         try:
-            view = start_run(suite=suite, baseline=baseline, candidate=candidate, engine=engine, settings=settings,
-                             gate=gate, policy=policy, runs_dir=Path(runs_dir), seed=seed,
-                             progress=lambda done, total: bar.update(task, completed=done))
+            view = start_run(suite=suite, baseline=targets.baseline, candidate=targets.candidate, engine=engine,
+                             settings=settings, gate=gate, policy=policy, runs_dir=Path(runs_dir), seed=seed,
+                             progress=lambda done, total: bar.update(task, completed=done),
+                             source=targets.source, started_by=targets.started_by)
         except EvalSetupError as e:
             raise click.ClickException(str(e)) from None
     print_view(view, console)

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from quantroute.cli.identity import acting_user
 from quantroute.policy.loader import PolicyValidationError, load_policy
 
 DIR_OPT = click.option("--policies", "policies_dir", default=lambda: _env("QUANTROUTE_POLICIES", "policies"),
@@ -40,6 +41,7 @@ def _guard(fn):
     """Render the store's refusals as one clear line and exit 1 instead of a traceback."""
     import functools
 
+    from quantroute.auth import PermissionDenied
     from quantroute.policy.store import PolicyStoreError
 
     @functools.wraps(fn)
@@ -51,6 +53,8 @@ def _guard(fn):
             sys.exit(1)
         except PolicyStoreError as e:
             _fail(str(e))
+        except PermissionDenied as e:
+            _fail(f"not allowed: {e}")
 
     return wrapper
 
@@ -137,14 +141,14 @@ def explain(request_file: str, policy_file: str | None, headers: tuple[str, ...]
 @click.option("--parent", type=int, help="version to start from (default: the active version)")
 @click.option("--file", "file", type=click.Path(dir_okay=False),
               help="YAML with the new content (default: a copy of the parent)")
-@click.option("--author", required=True)
 @click.option("--message", "-m", required=True)
 @DIR_OPT
 @DB_OPT
 @_guard
-def new(parent: int | None, file: str | None, author: str, message: str, policies_dir: str, db_url: str | None) -> None:
-    """Write the next policy version (exclusive: a concurrent writer gets a conflict, nothing is overwritten)."""
+def new(parent: int | None, file: str | None, message: str, policies_dir: str, db_url: str | None) -> None:
+    """Write the next policy version as you (an operator; exclusive: a concurrent writer gets a conflict)."""
     store = _store(policies_dir, db_url)
+    author = acting_user(store.engine)
     parent = parent if parent is not None else store.active_version()
     body = load_policy(file) if file else store.load(parent)
     v = store.new(parent=parent, author=author, message=message, policy=body)
@@ -183,43 +187,43 @@ def diff(a: str, b: str, policies_dir: str, db_url: str | None) -> None:
 
 @policy.command()
 @click.argument("version", type=int)
-@click.option("--by", required=True, help="the reviewer (must not be the version's author)")
 @click.option("--comment", default="")
 @DIR_OPT
 @DB_OPT
 @_guard
-def approve(version: int, by: str, comment: str, policies_dir: str, db_url: str | None) -> None:
-    """Approve a version (by a reviewer who is not its author)."""
-    _store(policies_dir, db_url).approve(version, by=by, comment=comment)
+def approve(version: int, comment: str, policies_dir: str, db_url: str | None) -> None:
+    """Approve a version as you (a reviewer who is not its author)."""
+    store = _store(policies_dir, db_url)
+    by = acting_user(store.engine)
+    store.approve(version, by=by, comment=comment)
     click.echo(f"version {version} approved by {by}")
 
 
 @policy.command()
 @click.argument("version", type=int)
-@click.option("--by", required=True)
-@click.option("--emergency", is_flag=True, help="activate without approval (recorded as an emergency)")
+@click.option("--emergency", is_flag=True, help="activate without approval: operators only, with --reason; flagged in the audit trail")
 @click.option("--reason", default="")
 @DIR_OPT
 @DB_OPT
 @_guard
-def activate(version: int, by: str, emergency: bool, reason: str, policies_dir: str, db_url: str | None) -> None:
-    """Make an approved version active; routers reload it."""
-    prev = _store(policies_dir, db_url).activate(version, by=by, emergency=emergency, reason=reason)
+def activate(version: int, emergency: bool, reason: str, policies_dir: str, db_url: str | None) -> None:
+    """Make an approved version active, as you; routers reload it."""
+    store = _store(policies_dir, db_url)
+    prev = store.activate(version, by=acting_user(store.engine), emergency=emergency, reason=reason)
     click.echo(f"active: version {version} (was {prev}){' [emergency]' if emergency else ''}")
 
 
 @policy.command()
-@click.option("--by", required=True)
 @click.option("--to", "to", type=int, help="a version that was active before (default: the previous one)")
 @click.option("--reason", default="")
 @DIR_OPT
 @DB_OPT
 @_guard
-def rollback(by: str, to: int | None, reason: str, policies_dir: str, db_url: str | None) -> None:
-    """Activate the previous known-good version at once (no approval step)."""
+def rollback(to: int | None, reason: str, policies_dir: str, db_url: str | None) -> None:
+    """Activate the previous known-good version at once, as you (no approval step)."""
     store = _store(policies_dir, db_url)
     before = store.active_version()
-    now = store.rollback(by=by, reason=reason, to=to)
+    now = store.rollback(by=acting_user(store.engine), reason=reason, to=to)
     click.echo(f"rolled back: version {now} active (was {before})")
 
 

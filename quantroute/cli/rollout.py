@@ -4,7 +4,7 @@ Thin: every command calls one `RolloutService` function and prints the rollout's
 from __future__ import annotations
 
 import functools
-import getpass
+import inspect
 import json
 import os
 import sys
@@ -20,8 +20,6 @@ ROUTER = click.option("--router", "routers", multiple=True, envvar="QUANTROUTE_R
                       help="router base URL for node health and releasing pins (repeat per replica)")
 TOKEN = click.option("--admin-token", envvar="QUANTROUTE_ROUTER_ADMIN_TOKEN", default=None,
                      help="the routers' admin token")
-BY = click.option("--by", default=lambda: os.environ.get("QUANTROUTE_USER") or getpass.getuser(),
-                  show_default="$QUANTROUTE_USER or your login", help="who acts (recorded in the audit log)")
 
 
 def _common(fn):
@@ -46,18 +44,28 @@ def _service(policies_dir: str, db_url: str | None, routers: tuple[str, ...], ad
 
 
 def _run(fn):
-    """Build the service from the common options, call `fn(svc, **rest)`; refusals print one line, exit 1."""
+    """Build the service from the common options, call `fn(svc, **rest)`; refusals print one line, exit 1.
+    A command that takes `by` gets the authenticated user (cli.identity), never a name from the command line."""
+    acts = "by" in inspect.signature(fn).parameters
+
     @functools.wraps(fn)
     def wrapper(policies_dir, db_url, routers, admin_token, **kw):
+        from quantroute.auth import PermissionDenied
+        from quantroute.cli.identity import acting_user
         from quantroute.policy.loader import PolicyValidationError
         from quantroute.policy.store import PolicyStoreError
         from quantroute.rollout.service import RolloutRefused
 
         try:
             svc = _service(policies_dir, db_url, routers, admin_token)
+            if acts:
+                kw["by"] = acting_user(svc.engine)
             out = fn(svc, **kw)
         except RolloutRefused as e:
             click.echo(f"refused: {e.reason}", err=True)
+            sys.exit(1)
+        except PermissionDenied as e:
+            click.echo(f"not allowed: {e}", err=True)
             sys.exit(1)
         except (PolicyStoreError, PolicyValidationError) as e:
             click.echo(f"error: {e}", err=True)
@@ -109,7 +117,6 @@ def rollout() -> None:
 @click.option("--candidate", required=True, help="the candidate's deployment id (named by the policy's canary)")
 @click.option("--target-concurrency", type=click.IntRange(min=1), default=None,
               help="concurrency the candidate's staircase load test must pass at (checklist); default: any step")
-@BY
 @_run
 def start(svc, model, candidate, target_concurrency, by):
     """Start a rollout; it waits at the eval gate until a passing run of the candidate vs the baseline exists."""
@@ -118,16 +125,14 @@ def start(svc, model, candidate, target_concurrency, by):
 
 @rollout.command()
 @click.argument("model")
-@BY
 @_run
-def gate(svc, model, by):
+def gate(svc, model):
     """Re-check the eval gate of a gated rollout."""
     return svc.check_gate(model)
 
 
 @rollout.command()
 @click.argument("model")
-@BY
 @_run
 def approve(svc, model, by):
     """Approve as a reviewer (not the one who started it); the candidate gets the first step."""
@@ -138,7 +143,6 @@ def approve(svc, model, by):
 @click.argument("model")
 @click.argument("items", nargs=-1, required=True)
 @click.option("--note", default="")
-@BY
 @_run
 def tick(svc, model, items, note, by):
     """Tick checklist items the system cannot know, in your name."""
@@ -147,7 +151,6 @@ def tick(svc, model, items, note, by):
 
 def _simple(name: str, doc: str):
     @click.argument("model")
-    @BY
     @_run
     def cmd(svc, model, by):
         return getattr(svc, name)(model, by=by)
@@ -164,7 +167,6 @@ _simple("promote", "At the last step with passing guards: the candidate becomes 
 @rollout.command()
 @click.argument("model")
 @click.option("--reason", default="", help="why (recorded)")
-@BY
 @_run
 def rollback(svc, model, reason, by):
     """Send all traffic back to the baseline now: any phase, no approval."""

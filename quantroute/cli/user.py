@@ -82,3 +82,26 @@ def set_role(name: str, role: str, db_url: str | None) -> None:
             click.echo(f"error: {e}", err=True)
             sys.exit(1)
     click.echo(f"user {name} now has role {role}")
+
+
+@user.command("token")
+@click.argument("name")
+@click.option("--label", default="", help="what the token is for (shown in the audit trail)")
+@click.option("--db", "db_url", default=None)
+def token(name: str, label: str, db_url: str | None) -> None:
+    """Issue a personal access token for NAME, after NAME's password ($QUANTROUTE_PASSWORD or prompted).
+    The CLI then acts as NAME with QUANTROUTE_TOKEN=<token>. Shown once; only its hash is stored."""
+    import os
+
+    from quantroute.auth import AuthError, authenticate, issue_token
+
+    engine = _engine(db_url)
+    password = os.environ.get("QUANTROUTE_PASSWORD")
+    if password is None:
+        password = click.prompt(f"password for {name}", hide_input=True, err=True)
+    try:
+        authenticate(engine, name, password)
+        click.echo(issue_token(engine, name, label=label))
+    except AuthError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)

@@ -90,21 +90,25 @@ def unpin_session(*, engine: Engine, router: RouterAdmin | None, actor: str, ses
 # ---- evals -----------------------------------------------------------------------------------------------
 
 def run_eval(*, engine: Engine, actor: str, suite_path: str, baseline: str, candidate: str, runs_dir: str,
-             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """A paired eval run (endpoint specs `URL#deployment`); returns the stored run view as JSON."""
-    with refusals_audited(engine, actor=actor, action="eval.run", subject=suite_path):
-        require(engine, actor, "eval.run")
+             registered: dict[str, str], progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """A paired eval run: each arm a registered deployment id (`registered`: deployment -> base URL, e.g. the
+    configured router) or, for operators, a free `URL#deployment` (recorded); returns the stored run view."""
     from pathlib import Path
 
     from quantroute.evals.runs import start_run
     from quantroute.evals.suite import load_suite
+    from quantroute.evals.targets import resolve_targets
 
+    with refusals_audited(engine, actor=actor, action="eval.run", subject=suite_path):
+        targets = resolve_targets(engine, actor=actor, baseline=baseline, candidate=candidate,
+                                  registered=registered)
     with open_session(engine) as s:
         audit.record(s, actor=actor, action="eval.run", subject=Path(suite_path).name,
-                     detail={"baseline": baseline, "candidate": candidate})
+                     detail={"baseline": targets.baseline, "candidate": targets.candidate, "source": targets.source})
         s.commit()
-    view = start_run(suite=load_suite(suite_path), baseline=baseline, candidate=candidate, engine=engine,
-                     runs_dir=Path(runs_dir), progress=progress)
+    view = start_run(suite=load_suite(suite_path), baseline=targets.baseline, candidate=targets.candidate,
+                     engine=engine, runs_dir=Path(runs_dir), progress=progress, source=targets.source,
+                     started_by=actor)
     return view.model_dump(mode="json")
 
 

@@ -12,6 +12,11 @@ from sqlmodel import Field, Session, SQLModel, select
 from quantroute.clock import utcnow
 
 
+# Values of eval_run.source: answers from the fleet's registered deployments (resolved by the system), or from
+# a URL a person typed (operators only; never opens a rollout's eval gate). See quantroute.evals.targets.
+REGISTERED_SOURCE, FREE_URL_SOURCE = "registered", "url"
+
+
 class EvalRun(SQLModel, table=True):
     """Written by the eval runner; read by `eval report`, the dashboard and canary guards (require_eval_pass)."""
 
@@ -33,6 +38,10 @@ class EvalRun(SQLModel, table=True):
     # gate config, concurrency
     params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     code_version: str = ""
+    # where the answers came from: "registered" (deployments of the fleet, resolved by the system) or "url"
+    # (a free endpoint an operator typed); only registered runs can open a rollout's eval gate
+    source: str = Field(default="url", index=True)
+    started_by: str = ""
     gate_passed: bool | None = Field(default=None, index=True)
     report: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     verdict: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))

@@ -13,6 +13,11 @@ from sqlmodel import Field, SQLModel
 from quantroute.clock import aware
 
 
+# Values of request_log.arm (the router writes them, quantroute.router.canary): canary guards count only the first
+# two, the arms the router's hash chose; "direct" marks a request that named its deployment itself.
+BASELINE_ARM, CANDIDATE_ARM, DIRECT_ARM = "baseline", "candidate", "direct"
+
+
 class RequestLog(SQLModel, table=True):
     """What the router did with one request and how it went."""
 
@@ -26,7 +31,7 @@ class RequestLog(SQLModel, table=True):
     deployment: str | None = Field(default=None, index=True)
     node: str | None = None
     tier: str | None = Field(default=None, index=True)
-    arm: str | None = None  # baseline | candidate, when a canary ran
+    arm: str | None = None  # baseline | candidate (hash-assigned, when a canary ran) | direct (deployment named)
     policy_version: int | None = None
     rules: list[Any] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     score: float | None = None

@@ -47,3 +47,46 @@ def update_user(*, session: Session, name: str, role: str | None = None, passwor
 
 def list_users(*, session: Session) -> list[User]:
     return list(session.exec(select(User).order_by(User.name)))
+
+
+class UserToken(SQLModel, table=True):
+    """A personal access token the CLI acts with (`quantroute user token NAME`). Only its SHA-256 is stored:
+    the token is 32 random bytes, so a fast hash is enough and a leaked table reveals no usable token."""
+
+    __tablename__ = "user_token"
+    id: int | None = Field(default=None, primary_key=True)
+    user_name: str = Field(index=True, foreign_key="user.name")
+    token_hash: str = Field(unique=True)  # sha256 hex of the whole token
+    label: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+    last_used_at: datetime | None = None
+    revoked: bool = False
+
+
+class LoginThrottle(SQLModel, table=True):
+    """Failed password logins per name (also for names that do not exist, so a lockout says nothing about
+    which accounts exist). Reset by a successful login."""
+
+    __tablename__ = "login_throttle"
+    name: str = Field(primary_key=True)
+    failures: int = 0
+    first_failure_at: datetime | None = None
+    locked_until: datetime | None = None
+
+
+def add_token(*, session: Session, token: UserToken) -> UserToken:
+    session.add(token)
+    session.flush()
+    return token
+
+
+def token_by_hash(*, session: Session, token_hash: str) -> UserToken | None:
+    return session.exec(select(UserToken).where(UserToken.token_hash == token_hash)).first()
+
+
+def list_tokens(*, session: Session, user_name: str) -> list[UserToken]:
+    return list(session.exec(select(UserToken).where(UserToken.user_name == user_name).order_by(UserToken.id)))
+
+
+def get_throttle(*, session: Session, name: str) -> LoginThrottle | None:
+    return session.get(LoginThrottle, name)

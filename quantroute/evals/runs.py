@@ -115,8 +115,10 @@ def _write_jsonl(path: Path, run: db.EvalRun, rows: list[db.EvalResult], report:
 async def execute_run(*, suite: Suite, baseline: str, candidate: str, engine: Engine,
                       settings: RunSettings | None = None, gate: GateConfig | None = None, policy: Any | None = None,
                       runs_dir: Path = DEFAULT_RUNS_DIR, seed: int = 0, progress: Progress | None = None,
-                      transport: httpx.AsyncBaseTransport | None = None) -> RunView:
-    """Run the suite against both endpoint specs (`URL[#deployment]`) and store everything."""
+                      transport: httpx.AsyncBaseTransport | None = None, source: str = "url",
+                      started_by: str = "") -> RunView:
+    """Run the suite against both endpoint specs (`URL[#deployment]`) and store everything. `source`: where the
+    specs came from (`evals.targets`: "registered" only when the system resolved them; see resolve_targets)."""
     settings, gate = settings or RunSettings(), gate or GateConfig()
     endpoints = (parse_endpoint(baseline), parse_endpoint(candidate))
     async with httpx.AsyncClient(transport=transport, timeout=settings.timeout_s) as client:
@@ -129,7 +131,7 @@ async def execute_run(*, suite: Suite, baseline: str, candidate: str, engine: En
                 candidate_tier=arms[1].tier.value if arms[1].tier else None,
                 baseline=arms[0].model_dump(mode="json"), candidate=arms[1].model_dump(mode="json"),
                 params={"settings": settings.model_dump(), "gate": gate.model_dump(), "seed": seed},
-                code_version=code_version()))
+                code_version=code_version(), source=source, started_by=started_by))
         assert run.id is not None
         try:
             results = await collect(suite, arms, settings, progress=progress, client=client)

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from quantroute.auth import require
 from quantroute.db import audit
 from quantroute.db.policy_state import (
     PolicyActivation,
@@ -253,7 +254,42 @@ class PolicyStore:
                 return False
         return True
 
+    # ---- writing by a person: each checks the actor's stored role (`auth.require`), whoever calls it
+
     def new(self, *, parent: int | None, author: str, message: str, policy: Policy) -> int:
+        """A version written by a person (an operator). Its canary traffic must be the active version's:
+        percents move only through the rollout service (its gate, checklist and guards)."""
+        require(self.engine, author, "policy.new")
+        issues = canary_changes(policy, self.active()) if self.versions() else []
+        if issues:
+            raise PolicyValidationError("new policy version", issues)
+        return self.write_system_version(parent=parent, author=author, message=message, policy=policy)
+
+    def approve(self, version: int, *, by: str, comment: str = "") -> None:
+        """A reviewer who is not the version's author (four-eyes)."""
+        require(self.engine, by, "policy.approve")
+        self.approve_system(version, by=by, comment=comment)
+
+    def activate(self, version: int, *, by: str, emergency: bool = False, reason: str = "") -> int:
+        """Make `version` active. Only approved versions; `emergency` skips the approval but needs an operator
+        and a reason, and is flagged in the audit trail. Returns the previous active version."""
+        if emergency:
+            require(self.engine, by, "policy.emergency")
+            if not reason.strip():
+                raise PolicyStoreError("an emergency activation needs a reason (--reason): it is recorded with it")
+        else:
+            require(self.engine, by, "policy.activate")
+        return self.activate_system(version, by=by, emergency=emergency, reason=reason)
+
+    def rollback(self, *, by: str, reason: str = "", to: int | None = None) -> int:
+        """Activate a known-good version at once, no approval: `to`, or the version active before this one.
+        Known-good means it has been active before. Returns the version now active."""
+        require(self.engine, by, "policy.rollback")
+        return self.rollback_system(by=by, reason=reason, to=to)
+
+    # ---- writing by the system (the rollout service, which checked its own actor; imports): no role check
+
+    def write_system_version(self, *, parent: int | None, author: str, message: str, policy: Policy) -> int:
         """Store `policy` as the next version and write its file. A concurrent writer of the same number loses
         cleanly (the database's primary key decides, on any host)."""
         if not author.strip():
@@ -309,7 +345,7 @@ class PolicyStore:
                             f"version {v} is stored with hash {existing.content_hash[:19]}..., the file hashes to "
                             f"{h[:19]}...: versions are immutable (edited by hand? write a new version instead)")
 
-    def approve(self, version: int, *, by: str, comment: str = "", actor: str | None = None) -> None:
+    def approve_system(self, version: int, *, by: str, comment: str = "", actor: str | None = None) -> None:
         """`by` approves `version`. `actor`: who acted when that is not `by` (an implicit approval, covered by
         one `by` gave earlier, e.g. a rollout's steps): the audit event names the actor, at the time they
         acted, and says whose approval covers it, instead of crediting `by` with something they did not do."""
@@ -332,7 +368,7 @@ class PolicyStore:
         with Session(self.engine) as s:
             return approval_of(s, version) is not None
 
-    def activate(self, version: int, *, by: str, emergency: bool = False, reason: str = "") -> int:
+    def activate_system(self, version: int, *, by: str, emergency: bool = False, reason: str = "") -> int:
         """Make `version` active. Only approved versions, unless `emergency` (recorded as such).
         Version 1 is the shipped default and needs no approval. Returns the previous active version."""
         self.load(version)  # must exist and validate
@@ -342,9 +378,7 @@ class PolicyStore:
         kind = "emergency" if emergency else "activate"
         return self._point(version, by=by, kind=kind, reason=reason)
 
-    def rollback(self, *, by: str, reason: str = "", to: int | None = None) -> int:
-        """Activate a known-good version at once, no approval: `to`, or the version active before this one.
-        Known-good means it has been active before. Returns the version now active."""
+    def rollback_system(self, *, by: str, reason: str = "", to: int | None = None) -> int:
         current = self.active_version()
         with Session(self.engine) as s:
             rows = list(s.exec(select(PolicyActivation).order_by(col(PolicyActivation.id).desc())))
@@ -368,14 +402,36 @@ class PolicyStore:
         previous = self.active_version()
         with Session(self.engine) as s:
             s.add(PolicyActivation(version=version, previous=previous, by=by, kind=kind, reason=reason))
+            detail: dict = {"reason": reason} if reason else {}
+            if kind == "emergency":
+                detail["emergency"] = True  # activated without an approval: the audit view flags it
             audit.record(s, actor=by, action=f"policy.{kind}", subject=self.path(version).name,
-                         version_before=previous, version_after=version, detail={"reason": reason} if reason else {})
+                         version_before=previous, version_after=version, detail=detail)
             s.commit()
         write_pointer(self.pointer_path, version)
         return previous
 
     def _have(self) -> str:
         return ", ".join(str(v) for v in self.versions()) or "none"
+
+
+def canary_changes(draft: Policy, active: Policy) -> list[Issue]:
+    """Where a person's version would move canary traffic: every canary percent must equal the active
+    version's (0 for a canary the active version does not have), and no canary carrying traffic may vanish."""
+    issues = []
+    for i, c in enumerate(draft.canaries):
+        now = active.canary_for(c.model)
+        current = now.percent if now is not None else 0.0
+        if c.percent != current:
+            issues.append(Issue(f"canaries[{i}].percent",
+                                f"is {c.percent:g} but the active canary state of {c.model!r} is {current:g}: canary "
+                                "traffic moves only through the rollout service (quantroute rollout approve/step/"
+                                f"rollback); keep {current:g} here"))
+    for c in active.canaries:
+        if c.percent > 0 and draft.canary_for(c.model) is None:
+            issues.append(Issue("canaries", f"removes the canary of {c.model!r}, which carries {c.percent:g} % "
+                                            "in the active version; roll it back or promote it first"))
+    return issues
 
 
 def read_pointer(path: Path) -> int | None:

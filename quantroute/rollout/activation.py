@@ -41,7 +41,8 @@ def write(store: PolicyStore, row: db.Rollout, out: machine.Transition, name: st
             policy = versions.with_percent(active, row.model, out.state.percent)
         message = f"rollout {row.id} ({row.candidate}): {name} by {by}: {out.message}"
         try:
-            return store.new(parent=active.version, author=SYSTEM, message=message, policy=policy), True
+            return store.write_system_version(parent=active.version, author=SYSTEM, message=message,
+                                              policy=policy), True
         except PolicyConflictError:
             if attempt == 2:
                 raise
@@ -64,11 +65,11 @@ def activate(store: PolicyStore, row: db.Rollout, version: int, *, by: str, roll
     are approved by the rollout's reviewer, whose approval covers its steps."""
     reason = f"rollout {row.id} ({row.candidate}): {row.message}"
     if rollback:
-        store.activate(version, by=by, emergency=True, reason=reason)
+        store.activate_system(version, by=by, emergency=True, reason=reason)
         return
-    store.approve(version, by=row.approved_by or by, actor=by,
-                  comment=f"covered by {row.approved_by or by}'s approval of rollout {row.id}")
-    store.activate(version, by=by)
+    store.approve_system(version, by=row.approved_by or by, actor=by,
+                         comment=f"covered by {row.approved_by or by}'s approval of rollout {row.id}")
+    store.activate_system(version, by=by)
 
 
 def settle(store: PolicyStore, engine: Engine, *, rollout_id: int, revision: int, by: str) -> int | None:
@@ -88,7 +89,7 @@ def settle(store: PolicyStore, engine: Engine, *, rollout_id: int, revision: int
             return again
         if store.active_version() == want and read_pointer(store.pointer_path) in (want, None):
             return again
-        store.activate(want, by=by, emergency=not store.is_approved(want) and want != 1,
+        store.activate_system(want, by=by, emergency=not store.is_approved(want) and want != 1,
                        reason=f"rollout {rollout_id}: revision {cur.revision} (version {want}) is newer than the "
                               f"activation of revision {revision}, which overtook it")
         again = want

@@ -15,6 +15,7 @@ from quantroute.db.engine import session as db_session
 from quantroute.db.eval import EvalRun
 from quantroute.db.node import list_nodes
 from quantroute.db.request_log import RequestLog
+from quantroute.db.eval import REGISTERED_SOURCE as REGISTERED
 from quantroute.policy.model import CanarySpec, Policy
 from quantroute.rollout.checklist import Fact
 from quantroute.rollout.guards import ArmStats, arm_stats
@@ -42,10 +43,13 @@ def suite_matches(run: EvalRun, pin: str) -> bool:
 
 
 def eval_gate(engine: Engine, spec: CanarySpec, pin: str, *, since: datetime | None = None) -> GateState:
-    """Newest finished run of the candidate vs the canary's baseline on the pinned suite decides."""
+    """Newest finished run of the candidate vs the canary's baseline on the pinned suite decides. Only runs
+    against the registered deployments count: a run whose answers came from a typed URL proves nothing about
+    the artifact the fleet serves."""
     with db_session(engine) as s:
         q = (select(EvalRun).where(EvalRun.candidate_deployment == spec.candidate,
-                                   EvalRun.baseline_deployment == spec.baseline, EvalRun.status == "done")
+                                   EvalRun.baseline_deployment == spec.baseline, EvalRun.status == "done",
+                                   EvalRun.source == REGISTERED)
              .order_by(EvalRun.id.desc()))  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
         runs = list(s.exec(q))
     if since is not None:
@@ -72,13 +76,16 @@ def eval_coverage(run: EvalRun | None) -> Fact:
     return Fact(ok=True, detail=f"run {run.id} covers {', '.join(COVERAGE)}")
 
 
-def arm_window(engine: Engine, *, model: str, deployment: str, start: datetime, end: datetime) -> ArmStats:
-    """One arm's figures from the request log. Arms are told apart by deployment: the router tags every
-    request of the model with an arm, but only the canary's tier serves the two deployments."""
+def arm_window(engine: Engine, *, model: str, deployment: str, arm: str, start: datetime,
+               end: datetime) -> ArmStats:
+    """One arm's figures from the request log: only requests the router's hash put in `arm` and that the
+    arm's deployment served. Requests that named the deployment themselves (arm "direct": eval runs, a client
+    addressing the candidate by id) and sessions pinned before the canary (no arm) are not counted, so
+    nobody can steer a guard by choosing where their own requests go."""
     with db_session(engine) as s:
         # (a stream that broke after its 200 headers is logged as a 502 by the router)
         q = select(RequestLog.status, RequestLog.latency_ms, RequestLog.ttft_ms).where(
-            RequestLog.model == model, RequestLog.deployment == deployment,
+            RequestLog.model == model, RequestLog.deployment == deployment, RequestLog.arm == arm,
             RequestLog.ts >= start, RequestLog.ts <= end)
         rows = list(s.exec(q))
     return arm_stats(rows)  # type: ignore[arg-type]  # rows are (arm, status, latency, ttft) tuples from the query above

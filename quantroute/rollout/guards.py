@@ -119,7 +119,9 @@ def _pass_summary(b: ArmStats, c: ArmStats) -> str:
 
 def arm_stats(rows: list[tuple[int, float, float | None]]) -> ArmStats:
     """From (status, latency_ms, ttft_ms) rows. An error is a 5xx, or a failed request with no response
-    (status 0); 4xx are the client's mistakes and 499 the client leaving, so neither counts against an arm."""
+    (status 0); 4xx are the client's mistakes and 499 the client leaving: they are left out altogether (not
+    in the request count either), so a flood of invalid requests cannot dilute an arm's error rate."""
+    rows = [r for r in rows if not 400 <= r[0] < 500]
     errors = sum(1 for status, _, _ in rows if status >= 500 or status == 0)
     lat = [lat for status, lat, _ in rows if status < 400]
     ttft = [t for status, _, t in rows if t is not None and status < 400]

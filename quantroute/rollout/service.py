@@ -36,11 +36,13 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 
 from quantroute.admin_client import RouterAdmin
+from quantroute.auth import require
 from quantroute.clock import utcnow
 from quantroute.db import audit
 from quantroute.db import notification as outbox
 from quantroute.db import rollout as db
 from quantroute.db.engine import session as db_session
+from quantroute.db.request_log import BASELINE_ARM, CANDIDATE_ARM
 from quantroute.policy.model import CanarySpec, Policy
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout import activation, facts, machine, notify, versions
@@ -87,6 +89,7 @@ class RolloutService:
         this candidate (spec is desired state: change it with a reviewed policy version). `target_concurrency`:
         the concurrency the candidate's staircase load test must have passed at (checklist item
         staircase_load_test); default the service's, else any step that met every limit."""
+        require(self.engine, by, "rollout.start")
         if target_concurrency is not None and (isinstance(target_concurrency, bool)
                                                or not isinstance(target_concurrency, int) or target_concurrency < 1):
             raise RolloutRefused(f"start refused: target_concurrency must be a whole number of concurrent "
@@ -148,6 +151,7 @@ class RolloutService:
     def approve(self, model: str, *, by: str) -> RolloutStatus:
         """A reviewer who did not start the rollout; refused while a required checklist item is open.
         The candidate gets the first step's share of new sessions."""
+        require(self.engine, by, "rollout.approve")
         row = self._live(model)
         if row.phase == Phase.gated.value:
             self.check_gate(model)
@@ -160,25 +164,31 @@ class RolloutService:
 
     def step(self, model: str, *, by: str) -> RolloutStatus:
         """To the next percent, when the guards pass (inconclusive holds; a breach rolls back)."""
+        require(self.engine, by, "rollout.step")
         return self._advance(model, by, machine.Step)
 
     def promote(self, model: str, *, by: str) -> RolloutStatus:
         """At the last step, with passing guards: the candidate becomes the baseline of its tier."""
+        require(self.engine, by, "rollout.promote")
         return self._advance(model, by, machine.Promote)
 
     def pause(self, model: str, *, by: str) -> RolloutStatus:
+        require(self.engine, by, "rollout.pause")
         return self._act(self._live(model), by, machine.Pause())
 
     def resume(self, model: str, *, by: str) -> RolloutStatus:
+        require(self.engine, by, "rollout.resume")
         return self._act(self._live(model), by, machine.Resume())
 
     def rollback(self, model: str, *, by: str, reason: str = "") -> RolloutStatus:
         """One action from any phase, no approval: a new version with the canary at 0% activated at once
         (the promotion undone when promoted), then candidate session pins are released to the baseline."""
+        require(self.engine, by, "rollout.rollback")
         return self._act(self._live(model, finished_ok=True), by, machine.Rollback(reason=reason or f"by {by}"))
 
     def tick(self, model: str, items: list[str], *, by: str, note: str = "") -> RolloutStatus:
-        """A named person ticks checklist items the system cannot know."""
+        """A named person ticks checklist items the system cannot know (a reviewer vouches for them)."""
+        require(self.engine, by, "rollout.approve")
         row = self._live(model, finished_ok=True)
         found = self._facts(row)
         for item in items:
@@ -263,15 +273,18 @@ class RolloutService:
         g, now = spec.guards, self.clock()
         first = _at(row.history[0]) if row.history else row.step_at
         start = max(now - timedelta(seconds=g.window_s), first)
-        cand = facts.arm_window(self.engine, model=row.model, deployment=row.candidate, start=start, end=now)
-        base = facts.arm_window(self.engine, model=row.model, deployment=row.baseline, start=start, end=now)
+        cand = facts.arm_window(self.engine, model=row.model, deployment=row.candidate, arm=CANDIDATE_ARM,
+                                start=start, end=now)
+        base = facts.arm_window(self.engine, model=row.model, deployment=row.baseline, arm=BASELINE_ARM,
+                                start=start, end=now)
         window = Window(start=start, end=now)
         full = [h for h in row.history if h["percent"] >= 100]
         if full and base.requests < g.min_requests:
             # At 100% new sessions no longer reach the baseline: compare with its last window before that.
             t100 = _at(full[-1])
             bstart = max(t100 - timedelta(seconds=g.window_s), first)
-            base = facts.arm_window(self.engine, model=row.model, deployment=row.baseline, start=bstart, end=t100)
+            base = facts.arm_window(self.engine, model=row.model, deployment=row.baseline, arm=BASELINE_ARM,
+                                    start=bstart, end=t100)
             window = Window(start=start, end=now, baseline_start=bstart, baseline_end=t100)
         failure = None
         if g.require_eval_pass:

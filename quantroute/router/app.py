@@ -17,6 +17,7 @@ import orjson
 from quantroute.classify import RequestError
 from quantroute.clock import utcnow
 from quantroute.router.admin import AdminApi
+from quantroute.router.canary import DIRECT
 from quantroute.router.decide import Decider, PinMoved, Route
 from quantroute.router.errors import BadRequest, BodyTooLarge, MethodNotAllowed, RouterError
 from quantroute.router.metrics import RouterMetrics
@@ -275,7 +276,7 @@ class Router:
         status = out.status or 500
         tier = node.tier.value if node else (route.tier.value if route else "")
         deployment = node.deployment if node else ""
-        arm = route.arm if route else None
+        arm = (DIRECT if route.direct else route.arm) if route else None
         self.metrics.requests.labels(tier, deployment, arm or "", str(status)).inc()
         self.metrics.observe(tier, latency_ms / 1000, out)
         model = data.get("model") if isinstance(data, dict) else None

@@ -9,6 +9,7 @@ import hashlib
 
 BASELINE = "baseline"
 CANDIDATE = "candidate"
+DIRECT = "direct"  # logged for a request that named its deployment: no arm, never counted by guards
 
 
 def bucket(key: str, salt: str = "") -> float:

@@ -46,6 +46,9 @@ class Route:
     tried: set[str] = field(default_factory=set)
     prefer: str | None = None  # a pinned session's deployment: used while it has a healthy node
     pin: Pin | None = None  # the session's pin (possibly still being stored: see Decider.settle)
+    # the client named the deployment (its id as `model`, x-quantroute-deployment, or a session pinned that way):
+    # logged as arm "direct", never counted by canary guards, which count only the router's hash assignment
+    direct: bool = False
 
 
 class PinMoved(Exception):
@@ -132,6 +135,7 @@ class Decider:
         route = Route(ap, model, tier, None, pin.arm, decision, key, pinned=True, from_pin=True,  # type: ignore[arg-type]  # a pin or a decision names the tier
                       pin_created=pin.created_at, deployments=deps)
         route.pin = pin
+        route.direct = bool(pin.deployment)
         if not pin.deployment:
             route.prefer = pin.served_deployment
             if route.prefer is not None and route.prefer not in deps:  # the policy no longer has it here
@@ -170,6 +174,7 @@ class Decider:
             if canary is not None and canary.percent > 0:  # a canary at 0 % is not running: no arms
                 arm = choose_arm(key or headers.get("x-request-id") or uuid.uuid4().hex, canary.percent, model)
         route = Route(ap, model, tier, None, arm, decision, key)  # type: ignore[arg-type]  # a pin or a decision names the tier
+        route.direct = fixed is not None
         for i, t in enumerate(ladder):  # cheapest first; never below the decision's tier
             route.tier = t
             route.deployments = (fixed,) if fixed else self.deployments_for(ap, model, t, arm)

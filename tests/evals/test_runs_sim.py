@@ -6,13 +6,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from quantroute.auth import issue_token
 from quantroute.cli.eval import eval_group
+from quantroute.db.engine import init_db, make_engine
 from quantroute.evals.gate import GateConfig
 from quantroute.evals.runner import RunSettings
 from quantroute.evals.runs import compare_runs, list_runs, load_run, start_run
 from quantroute.evals.suite import load_suite
 from quantroute.sim.runner import running_fleet
 from quantroute.tiers import Tier
+
+from tests.conftest import add_users
 
 
 @pytest.fixture(scope="module")
@@ -79,9 +83,13 @@ def test_cli_run_exit_code_and_table(fleet, tmp_path, sqlite_url):
     args = ["run", "--suite", "data/evals/smoke.jsonl", "--baseline", fleet.urls["fp16-a"] + "#llama3-8b-fp16",
             "--candidate", fleet.urls["int4-a"], "--db", sqlite_url, "--runs-dir", str(tmp_path),
             "--policies-dir", str(tmp_path / "none")]
-    loose = CliRunner().invoke(eval_group, args + ["--threshold", "1", "--validity-threshold", "1"])
+    engine = make_engine(sqlite_url)
+    init_db(engine)
+    add_users(engine, olga="operator")
+    env = {"QUANTROUTE_TOKEN": issue_token(engine, "olga")}  # free URLs: an operator's run, recorded as such
+    loose = CliRunner().invoke(eval_group, args + ["--threshold", "1", "--validity-threshold", "1"], env=env)
     assert loose.exit_code == 0, loose.output
     assert "gate: PASS" in loose.output and "overall" in loose.output and "McNemar p" in loose.output
     bad = CliRunner().invoke(eval_group, ["run", "--suite", "data/evals/smoke.jsonl", "--baseline", "ftp://x",
-                                          "--candidate", fleet.urls["int4-a"], "--db", sqlite_url])
+                                          "--candidate", fleet.urls["int4-a"], "--db", sqlite_url], env=env)
     assert bad.exit_code == 1 and "URL[#deployment]" in bad.output

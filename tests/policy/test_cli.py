@@ -7,11 +7,25 @@ import yaml
 from click.testing import CliRunner
 
 from quantroute.cli.main import cli
-from tests.conftest import REPO
+from tests.conftest import REPO, add_users
 
 
-def run(*args, input=None):
-    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+def run(*args, input=None, token=None):
+    env = {"QUANTROUTE_TOKEN": token} if token else None
+    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False, env=env)
+
+
+def tokens(db: str, **roles: str) -> dict[str, str]:
+    """Users in the CLI's database and a personal access token for each."""
+    from quantroute.auth import issue_token
+    from quantroute.db.engine import init_db, make_engine
+
+    engine = make_engine(db)
+    init_db(engine)
+    add_users(engine, **roles)
+    out = {name: issue_token(engine, name) for name in roles}
+    engine.dispose()
+    return out
 
 
 def test_validate_ok_and_broken(tmp_path):
@@ -54,17 +68,18 @@ def test_version_workflow(tmp_path):
     data["sessions"]["max_wait_ms"] = 750
     draft = tmp_path / "draft.yaml"
     draft.write_text(yaml.safe_dump(data))
-    assert run("policy", "new", "--file", str(draft), "--author", "olga", "-m", "shorter waits", *common).exit_code == 0
+    t = tokens(db, olga="operator", rex="reviewer")
+    assert run("policy", "new", "--file", str(draft), "-m", "shorter waits", *common, token=t["olga"]).exit_code == 0
     assert "~ sessions.max_wait_ms: 2000 -> 750" in run("policy", "diff", "1", "2", *common).output
-    refused = run("policy", "activate", "2", "--by", "olga", *common)
+    refused = run("policy", "activate", "2", *common, token=t["olga"])
     assert refused.exit_code == 1 and "not approved" in refused.output
-    assert run("policy", "approve", "2", "--by", "olga", *common).exit_code == 1
-    assert run("policy", "approve", "2", "--by", "rex", *common).exit_code == 0
-    assert run("policy", "activate", "2", "--by", "olga", *common).exit_code == 0
+    assert run("policy", "approve", "2", *common, token=t["olga"]).exit_code == 1
+    assert run("policy", "approve", "2", *common, token=t["rex"]).exit_code == 0
+    assert run("policy", "activate", "2", *common, token=t["olga"]).exit_code == 0
     assert (pdir / "active").read_text().strip() == "2"
     hist = run("policy", "history", *common).output
     assert "ACTIVE" in hist and "rex" in hist
-    rb = run("policy", "rollback", "--by", "olga", "--reason", "p95 up", *common)
+    rb = run("policy", "rollback", "--reason", "p95 up", *common, token=t["olga"])
     assert rb.exit_code == 0 and "version 1 active" in rb.output
 
 

@@ -28,6 +28,8 @@ from quantroute.router.settings import RouterSettings
 from quantroute.router.testing import running_router
 from quantroute.sim.runner import running_fleet
 
+from tests.conftest import add_users
+
 TOKEN = "rollout-test-token"
 MODEL = "llama3-8b"
 FP16, BASE, CAND = "llama3-8b-fp16", "llama3-8b-awq-w4a16", "llama3-8b-awq-w4a16-v2"
@@ -49,6 +51,9 @@ nodes:
 LATENCY_OFF = 1000.0
 LATENCY_GUARDS = {"max_error_rate": 0.05, "max_p95_latency_ratio": 3.0, "max_ttft_ratio": 3.0,
                   "window_s": 120, "min_requests": 10, "require_eval_pass": True}
+
+# The people of these tests: the services check each actor's stored role.
+PEOPLE = {"alice": "operator", "ann": "operator", "ben": "operator", "bob": "reviewer", "carol": "reviewer"}
 
 # Everything a person must tick in these tests (the system knows the rest).
 PERSON_ITEMS = [i.key for i in cl.ITEMS if not i.system and i.required]
@@ -88,12 +93,14 @@ def write_v1(policies: Path, data: dict) -> None:
 
 
 def record_eval(engine, *, passed: bool, candidate: str = CAND, suite: str = SUITE,
-                categories=("math", "code", "json", "multilingual", "long_context", "chat")) -> int:
-    """An eval run as the harness stores it (the harness itself is tested in tests/evals)."""
+                categories=("math", "code", "json", "multilingual", "long_context", "chat"),
+                source: str = "registered") -> int:
+    """An eval run as the harness stores it (the harness itself is tested in tests/evals); by default one
+    against the registered deployments, the only kind a rollout's gate accepts."""
     with db_session(engine) as s:
         run = evaldb.create_run(session=s, run=evaldb.EvalRun(
             suite_name=suite, suite_hash="sha256:" + "ab" * 32, n_items=40, baseline_deployment=BASE,
-            candidate_deployment=candidate, candidate_tier="int4"))
+            candidate_deployment=candidate, candidate_tier="int4", source=source))
         reasons = [] if passed else [{"check": "category", "scope": "math", "drop": 0.09, "threshold": 0.02,
                                       "net_items": 4, "message": "math pass rate dropped 9.0 pts (> 2.0 pts)"}]
         report = {"overall": {"name": "overall", "n": 40},
@@ -122,6 +129,11 @@ def record_staircase(engine, *, deployment: str = CAND, ok_up_to: int | None = 1
         return run.id
 
 
+def arm_of(deployment: str) -> str:
+    """The arm the router's hash puts a request in when it lands on `deployment` (guards count only these)."""
+    return "candidate" if deployment == CAND else "baseline"
+
+
 def progressing_rollout(store: PolicyStore, engine) -> RolloutService:
     """A rollout at its first step (10 %) with 20 healthy requests logged on each arm, nodes in the node table
     (no router): the guards pass. For tests that drive the guards with request-log rows they write."""
@@ -133,6 +145,7 @@ def progressing_rollout(store: PolicyStore, engine) -> RolloutService:
         for key, dep in (("int4-a", BASE), ("int4-v2", CAND)):
             upsert_node(session=s, row=NodeRow(key=key, url=f"http://127.0.0.1:1/{key}", model=MODEL,
                                                deployment=dep, tier="int4", format="int4"))
+    add_users(engine, **PEOPLE)
     record_eval(engine, passed=True)
     record_staircase(engine)
     svc = RolloutService(store)
@@ -142,7 +155,8 @@ def progressing_rollout(store: PolicyStore, engine) -> RolloutService:
     with db_session(engine) as s:
         now = utcnow()
         for dep in (BASE, CAND):
-            s.add_all(RequestLog(ts=now, model=MODEL, deployment=dep, status=200, latency_ms=100.0, ttft_ms=10.0)
+            s.add_all(RequestLog(ts=now, model=MODEL, deployment=dep, arm=arm_of(dep), status=200, latency_ms=100.0,
+                                 ttft_ms=10.0)
                       for _ in range(20))
         s.commit()
     assert svc.guard_verdict(MODEL).status == "pass"
@@ -166,6 +180,7 @@ def policies(request, tmp_path: Path) -> Path:
 def db_engine(tmp_path: Path):
     eng = make_engine(f"sqlite:///{tmp_path / 'rollout.db'}")
     init_db(eng)
+    add_users(eng, **PEOPLE)
     yield eng
     eng.dispose()
 

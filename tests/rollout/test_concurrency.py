@@ -23,7 +23,8 @@ from quantroute.policy.store import PolicyStore, read_pointer
 from quantroute.rollout import activation, facts
 from quantroute.rollout.machine import Phase
 from quantroute.rollout.service import RolloutConflict, RolloutRefused, RolloutService
-from tests.rollout.conftest import BASE, CAND, MODEL, policy_data, progressing_rollout, record_eval, write_v1
+from tests.conftest import add_users
+from tests.rollout.conftest import BASE, CAND, MODEL, PEOPLE, policy_data, progressing_rollout, record_eval, write_v1
 
 
 class HeldService(RolloutService):
@@ -45,6 +46,7 @@ class HeldService(RolloutService):
 @pytest.fixture
 def store(tmp_path: Path, engine) -> PolicyStore:
     write_v1(tmp_path / "policies", policy_data(auto_advance_s=1))
+    add_users(engine, **PEOPLE)
     return PolicyStore(tmp_path / "policies", engine)
 
 
@@ -196,7 +198,8 @@ def test_the_revision_column_upgrades_existing_rows(db_url, tmp_path):
 
 def test_a_breach_found_while_a_person_rolls_back_leaves_one_rollback(progressing, store, engine):
     with db_session(engine) as s:  # the candidate starts failing
-        s.add_all(RequestLog(ts=utcnow(), model=MODEL, deployment=CAND, status=500, latency_ms=5.0)
+        s.add_all(RequestLog(ts=utcnow(), model=MODEL, deployment=CAND, arm="candidate", status=500,
+                               latency_ms=5.0)
                   for _ in range(20))
         s.commit()
     ann = RolloutService(store)

@@ -13,7 +13,7 @@ from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout.service import RolloutRefused, RolloutService
-from tests.rollout.conftest import CAND, LATENCY_GUARDS, MODEL, policy_data, progressing_rollout, write_v1
+from tests.rollout.conftest import CAND, LATENCY_GUARDS, MODEL, arm_of, policy_data, progressing_rollout, write_v1
 
 
 @pytest.fixture
@@ -24,7 +24,8 @@ def svc(tmp_path: Path, engine) -> RolloutService:
 
 def log(engine, deployment: str, *, ok: int = 0, errors: int = 0) -> None:
     with db_session(engine) as s:
-        s.add_all(RequestLog(ts=utcnow(), model=MODEL, deployment=deployment, status=500 if i < errors else 200,
+        s.add_all(RequestLog(ts=utcnow(), model=MODEL, deployment=deployment, arm=arm_of(deployment),
+                             status=500 if i < errors else 200,
                              latency_ms=100.0, ttft_ms=10.0) for i in range(ok + errors))
         s.commit()
 

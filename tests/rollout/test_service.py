@@ -8,11 +8,13 @@ from datetime import timedelta
 import pytest
 from sqlmodel import select
 
+from quantroute.auth import PermissionDenied
 from quantroute.clock import utcnow
 from quantroute.db.audit import AuditEvent
 from quantroute.db.engine import session as db_session
 from quantroute.db.node import NodeRow, upsert_node
 from quantroute.db.session_pin import SessionPin
+from quantroute.db.user import update_user
 from quantroute.rollout.service import RolloutRefused, RolloutService
 from tests.rollout.conftest import BASE, CAND, MODEL, PERSON_ITEMS, policy_data, record_eval, record_staircase, write_v1
 
@@ -86,6 +88,10 @@ def test_start_refuses_the_baseline_id_and_missing_metadata(tmp_path, db_engine,
 
 def test_approval_by_the_starter_is_refused(svc, db_engine):
     ready_for_approval(svc, db_engine)
+    with pytest.raises(PermissionDenied, match="rollout.approve is not allowed for role operator"):
+        svc.approve(MODEL, by="alice")
+    with db_session(db_engine) as s:  # a starter who became a reviewer since is still not a second pair of eyes
+        update_user(session=s, name="alice", role="reviewer")
     with pytest.raises(RolloutRefused, match="alice started this rollout"):
         svc.approve(MODEL, by="alice")
     st = svc.status(MODEL)

@@ -86,12 +86,16 @@ def _new_run() -> None:
     deps = sorted({d for t in policy.tiers for ds in t.deployments.values() for d in ds})
     top = policy.tier_ladder()[0]
     base_dep = next(iter(policy.deployments_for(next(iter(sorted(policy.models()))), top)), deps[0] if deps else "")
+    router = s.router_url or "http://127.0.0.1:8080"
     with st.form("new_eval"):
-        st.markdown("**Start a paired run** (each endpoint is `URL#deployment`; through the router by default)")
-        url = st.text_input("Endpoint URL", value=s.router_url or "http://127.0.0.1:8080")
+        st.markdown(f"**Start a paired run** on the fleet's deployments (through the router, {router})")
         c1, c2 = st.columns(2)
         baseline = c1.selectbox("Baseline deployment", deps, index=deps.index(base_dep) if base_dep in deps else 0)
         candidate = c2.selectbox("Candidate deployment", deps, index=len(deps) - 1 if deps else 0)
+        free = ""
+        if ui.can("eval.free_url"):  # any other server could answer anything: operators only, and recorded
+            free = st.text_input("Or a free candidate endpoint `URL#deployment` (operator; recorded, never opens "
+                                 "a rollout gate)", value="")
         suite = st.text_input("Suite", value=str(s.eval_suite))
         go = st.form_submit_button("Start run")
     if go:
@@ -101,7 +105,8 @@ def _new_run() -> None:
             bar.progress(done / total, text=f"{done} / {total} answers")
 
         view = ui.run_action(actions.run_eval, engine=data.engine(), actor=ui.user().name,
-                             suite_path=suite, baseline=f"{url}#{baseline}", candidate=f"{url}#{candidate}",
+                             suite_path=suite, baseline=baseline, candidate=free.strip() or candidate,
+                             registered={d: router for d in deps},
                              runs_dir=str(s.eval_runs_dir), progress=progress, failed="run the eval",
                              done=lambda v: (f"Eval run #{v['run']['id']} finished: gate "
                                              f"{'passed' if v['verdict']['passed'] else 'failed'}, {candidate} "
