@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import Enum
+from typing import Any
 
 from sqlalchemy.engine import Engine
 
@@ -122,7 +124,7 @@ def authenticate(engine: Engine, name: str, password: str, *, throttle: Throttle
             audit.record(s, actor=name, action="auth.login_refused", subject=name,
                          detail={"reason": "locked", "locked_until": locked_until.isoformat()})
             s.commit()
-            minutes = max(1, int((locked_until - now).total_seconds() // 60) + 1)
+            minutes = max(1, math.ceil((locked_until - now).total_seconds() / 60))
             raise AuthError(f"too many failed logins for {name!r}: locked, try again in {minutes} min")
         user = get_user(session=s, name=name)
         if user is None or user.disabled or not user.password_hash:
@@ -152,6 +154,18 @@ def _count_failure(s, name: str, state: LoginThrottle | None, now: datetime, thr
         audit.record(s, actor=name, action="auth.lockout", subject=name,
                      detail={"failures": state.failures, "locked_until": state.locked_until.isoformat()})
     s.add(state)
+
+
+def oidc_email(claims: Mapping[str, Any]) -> str | None:
+    """The e-mail an OIDC identity may be matched by: only one the provider says it verified. An unverified
+    address is whatever someone typed at the provider, so it must not inherit that user's role."""
+    email = claims.get("email")
+    if not isinstance(email, str) or not email.strip():
+        return None
+    verified = claims.get("email_verified")
+    if verified is True or (isinstance(verified, str) and verified.lower() == "true"):
+        return email.strip()
+    return None
 
 
 def _token_hash(token: str) -> str:

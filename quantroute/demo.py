@@ -90,6 +90,14 @@ def fresh_schema_url(server_url: str, schema: str = DEMO_SCHEMA) -> str:
     return url.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
 
 
+def write_private(path: Path, text: str) -> None:
+    """Create (or truncate) `path` readable by its owner only (0600) before any secret is written to it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its old mode through O_CREAT
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
 def _spawn(name: str, argv: list[str], log_dir: Path, env: dict | None = None) -> subprocess.Popen:
     log = open(log_dir / f"{name}.log", "ab")
     # start_new_session: the child leads its own process group, so stopping it also stops its children
@@ -306,8 +314,8 @@ def demo_stack(runtime: Path, *, dashboard: bool = True, dashboard_port: int | N
         for name, url in zip(names, urls):
             stack.procs[name] = _spawn(name, [
                 py, "-m", "quantroute.cli.main", "router", "--policies", str(runtime / "policies"), "--fleet",
-                str(runtime / "fleet.yaml"), "--db", db_url, "--port", url.rsplit(":", 1)[1],
-                "--admin-token", token], logs)
+                str(runtime / "fleet.yaml"), "--db", db_url, "--port", url.rsplit(":", 1)[1]], logs,
+                {"QUANTROUTE_ROUTER_ADMIN_TOKEN": token})  # not on the command line: `ps` shows argv to anyone
         for name, url in zip(names, urls):
             _wait_http(url + "/health", name, stack.procs[name])
         if controller_interval_s is not None:
@@ -336,7 +344,7 @@ def demo_stack(runtime: Path, *, dashboard: bool = True, dashboard_port: int | N
                 "--browser.gatherUsageStats", "false"], logs, env)
             stack.dashboard_url = f"http://127.0.0.1:{dport}"
             _wait_http(stack.dashboard_url + "/_stcore/health", "dashboard", p)
-        (runtime / "logins.json").write_text(json.dumps({
+        write_private(runtime / "logins.json", json.dumps({
             "dashboard": stack.dashboard_url, "router": stack.router_url, "routers": urls, "admin_token": token,
             "users": {n: {"role": r, "password": pw} for n, (r, pw) in stack.logins.items()}}, indent=2))
         yield stack

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from quantroute import yamlsafe
 from quantroute.capacity import FORMATS
 from quantroute.catalog import DATA_DIR, load_hardware, load_models
 from quantroute.node import NodeIdentity
@@ -143,7 +143,7 @@ def _cross_check(fleet: Fleet, data_dir: Path) -> list[tuple[str, str]]:
 
 
 def parse_fleet(text: str, *, source: str = "<string>", data_dir: Path = DATA_DIR) -> Fleet:
-    raw = yaml.safe_load(text)
+    raw = yamlsafe.safe_load(text)
     try:
         fleet = Fleet.model_validate(raw)
     except ValidationError as e:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
@@ -35,6 +36,10 @@ def test_two_replicas_share_one_postgres_schema(tmp_path, pg_url):
                          replicas=2) as stack:
         assert len(stack.router_urls) == 2
         assert {"router-1", "router-2", "traffic-1", "traffic-2"} <= set(stack.procs)
+        # secrets: the logins file is the owner's alone, and no process shows the admin token in its argv
+        assert (stack.dir / "logins.json").stat().st_mode & 0o777 == 0o600
+        for p in stack.procs.values():
+            assert stack.admin_token.encode() not in Path(f"/proc/{p.pid}/cmdline").read_bytes()
         admin = RouterAdmin(stack.router_urls, stack.admin_token)
         engine = make_engine(pg_url)
         try:

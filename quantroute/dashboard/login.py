@@ -1,12 +1,13 @@
 """Login: username + password (scrypt hashes in the `user` table), or OIDC through `st.login` when an
 `[auth]` section is configured in `.streamlit/secrets.toml`; an OIDC identity gets the role of the user row
-named by its email (`quantroute user add alice@example.com --role reviewer`)."""
+named by its email (`quantroute user add alice@example.com --role reviewer`), only when the provider verified
+that address (`email_verified`). Failed password logins are throttled in `quantroute.auth` (lockout, audited)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from quantroute.auth import AuthError, authenticate
+from quantroute.auth import AuthError, authenticate, oidc_email
 from quantroute.dashboard import data
 from quantroute.db.engine import session as open_session
 from quantroute.db.user import get_user
@@ -36,8 +37,12 @@ def current_user() -> dict | None:
         if u:
             return u
     if _oidc_configured() and getattr(st.user, "is_logged_in", False):
-        email = st.user.get("email")
-        u = _refresh(email) if email else None
+        email = oidc_email(st.user.to_dict())
+        if email is None:
+            st.error("your identity provider has not verified your e-mail address; verify it there first "
+                     "(an unverified address is not matched to a dashboard role)")
+            return None
+        u = _refresh(email)
         if u:
             st.session_state["user"] = u
             return u

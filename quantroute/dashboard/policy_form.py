@@ -16,6 +16,7 @@ from typing import Any
 import streamlit as st
 import yaml
 
+from quantroute import yamlsafe
 from quantroute.tiers import TIER_ORDER
 
 TIERS = [t.value for t in TIER_ORDER]
@@ -127,7 +128,7 @@ def rules(draft: dict, ids: list[int], gen: int, slots: dict, previous: list[str
                                                                                allow_unicode=True, width=100),
                                      key=f"r{gen}_{rid}_when", height=120)
             try:
-                r["when"] = yaml.safe_load(when_text)
+                r["when"] = yamlsafe.safe_load(when_text)
             except yaml.YAMLError as e:
                 st.error(f"`{rule['name']}` condition: not valid YAML: {e}")
             for path, kw in keyword_paths(r["when"]):
@@ -152,7 +153,7 @@ def new_rule(gen: int) -> dict | None:
         when_text = st.text_area("or a condition in YAML (overrides the keywords)", height=80)
         if not st.form_submit_button("Add rule"):
             return None
-    when = yaml.safe_load(when_text) if when_text.strip() else {"keywords": {"any": split_words(words)}}
+    when = yamlsafe.safe_load(when_text) if when_text.strip() else {"keywords": {"any": split_words(words)}}
     return {"name": name, "description": "", "weight": weight, "when": when, "enabled": True}
 
 

@@ -167,7 +167,8 @@ def replay_rows(engine: Engine, *, limit: int = 500) -> pd.DataFrame:
 
     for col in ("rules", "replay"):  # raw SQL hands JSON back as text on SQLite
         df[col] = df[col].map(lambda v: json.loads(v) if isinstance(v, str) else v)
-    return df
+    # a JSON null is not SQL NULL: rows logged with prompt storage `none` (or a body that was not an object)
+    return df[df["replay"].map(lambda v: isinstance(v, dict))].reset_index(drop=True) if not df.empty else df
 
 
 def pinned_sessions(engine: Engine, *, limit: int = 2000, now: datetime | None = None) -> pd.DataFrame:

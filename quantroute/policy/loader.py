@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from quantroute import yamlsafe
 from quantroute.policy.model import CONDITION_KINDS, Policy
 from quantroute.tiers import TIER_ORDER
 
@@ -235,16 +236,12 @@ def locate(root: yaml.Node | None, path: str) -> int | None:
 
 
 def parse_policy(text: str, source: str = "<string>") -> Policy:
-    loader = yaml.SafeLoader(text)  # one parse: the node tree (for line numbers), then the data from it
-    try:
-        root = loader.get_single_node()
-        data = loader.construct_document(root) if root is not None else None
+    try:  # one parse: the node tree (for line numbers), then the data from it, within size/depth/alias limits
+        root, data = yamlsafe.compose(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise PolicyValidationError(source, [Issue(where, f"not valid YAML: {getattr(e, 'problem', e)}")]) from None
-    finally:
-        loader.dispose()
     try:
         return validate_data(data, source)
     except PolicyValidationError as e:

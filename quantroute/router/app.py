@@ -10,6 +10,7 @@ import itertools
 import logging
 import os
 import time
+from datetime import timedelta
 
 import httpx
 import orjson
@@ -24,10 +25,12 @@ from quantroute.router.metrics import RouterMetrics
 from quantroute.router.node_sync import NodeSync, load_nodes
 from quantroute.router.nodes import Node, NodePool, probe_loop
 from quantroute.router.pincommit import PinCommitter
+from quantroute.router.privacy import replay_record
 from quantroute.router.proxy import Forwarder, ForwardResult
 from quantroute.router.reload import PolicyHolder
 from quantroute.router.requestlog import RequestLogWriter
 from quantroute.router.responses import send_error
+from quantroute.router.retention import retention_loop
 from quantroute.router.sessions import PinStore
 from quantroute.router.settings import RouterSettings
 from quantroute.router.upstream import FastUpstream, HttpxUpstream
@@ -95,6 +98,9 @@ class Router:
             self._tasks.append(spawn(self.pins.purge_loop(interval_s=s.pin_purge_interval_s, batch=s.pin_purge_batch,
                                                           max_batches=s.pin_purge_max_batches,
                                                           on_purged=self.metrics.pins_purged.inc)))
+            if s.log_retention_days is not None:
+                self._tasks.append(spawn(retention_loop(self.engine, max_age=timedelta(days=s.log_retention_days),
+                                                        interval_s=s.log_retention_interval_s)))
 
     async def shutdown(self) -> None:
         if self.pin_committer is not None:  # pins claimed by requests still finishing get stored first
@@ -291,9 +297,15 @@ class Router:
             "latency_ms": latency_ms, "ttft_ms": out.ttft * 1000 if out.ttft is not None else None,
             "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
             "retries": out.retries, "escalated": bool(route and route.escalated), "error": out.error,
-            # what the dashboard's what-if replay needs to classify this request again under a draft policy
-            "replay": {"body": data, "headers": {k: v for k, v in headers.items() if k.startswith("x-")}}
-            if isinstance(data, dict) else None})
+            # what the dashboard's what-if replay needs to classify this request again under a draft policy,
+            # as far as the prompt-storage setting allows (credentials in headers are never kept)
+            "replay": replay_record(data, headers, storage=self.settings.prompt_storage,
+                                    allow=self._log_headers(route))})
+
+    def _log_headers(self, route: Route | None) -> tuple[str, ...]:
+        hp = route.policy.policy.headers if route else None
+        extra = (hp.priority_header, hp.latency_budget_header, hp.min_tier_header) if hp else ()
+        return (*self.settings.log_headers, *extra)
 
 
 def create_app(settings: RouterSettings, *, transport: httpx.AsyncBaseTransport | None = None,

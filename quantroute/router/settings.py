@@ -7,6 +7,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from quantroute.router.privacy import DEFAULT_HEADER_ALLOWLIST, PromptStorage
+
 
 class RouterSettings(BaseSettings):
     """Everything the router needs to start; tests build one per router."""
@@ -60,6 +62,15 @@ class RouterSettings(BaseSettings):
     log_buffer_max: int = Field(default=20_000, ge=1,
                                 description="Rows buffered while the database is slow; beyond it rows are dropped "
                                             "(counted)")
+    prompt_storage: PromptStorage = Field(
+        default="redacted", description="What the request log keeps of bodies for the what-if replay: full, "
+        "redacted (keys, tokens, e-mail addresses and card-like numbers masked) or none")
+    log_headers: tuple[str, ...] = Field(
+        default=DEFAULT_HEADER_ALLOWLIST, description="Request headers kept for the replay (the policy's own "
+        "classifier headers are always added); a name that looks like a credential is never kept")
+    log_retention_days: float | None = Field(
+        default=30.0, gt=0, description="Delete request-log rows older than this, in the background; unset = keep")
+    log_retention_interval_s: float = Field(default=3600.0, gt=0, description="How often retention runs")
 
     pin_touch_interval_s: float = Field(default=30.0, gt=0,
                                         description="A session pin's last_used is written at most this often")

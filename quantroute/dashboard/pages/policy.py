@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 import yaml
 
+from quantroute import yamlsafe
 from quantroute.dashboard import actions, charts, data, fmt, policy_form, ui
 from quantroute.policy.diff import diff_policies
 from quantroute.policy.loader import Issue, PolicyValidationError, parse_policy, policy_to_data, validate_data
@@ -64,14 +65,20 @@ def value_text(v) -> str:
     return yaml.safe_dump(v, default_flow_style=True, sort_keys=False, width=10_000).strip().removesuffix("...").strip()
 
 
+NOTHING_TO_REPLAY = ("nothing to replay: no logged request carries its body. The router keeps bodies only when "
+                     "its prompt storage is `full` or `redacted` (QUANTROUTE_ROUTER_PROMPT_STORAGE); with `none`, or "
+                     "before any traffic, there is nothing to re-classify")
+
+
 def replay_summary(active: Policy, draft: Policy, rows: pd.DataFrame) -> dict:
     """What the page shows after a what-if run (also what the tests check)."""
     report = reclassify(active, draft, zip(rows["id"], rows["replay"]))
+    redacted = int(sum(1 for r in rows["replay"] if isinstance(r, dict) and r.get("redacted")))
     causes = pd.DataFrame(sorted(report.causes().items(), key=lambda kv: -kv[1]), columns=["rule", "requests"])
     moves = pd.DataFrame([{"from (active)": a, "to (draft)": b, "requests": n}
                           for (a, b), n in report.transitions().most_common()])
     return {"total": report.total, "changed": len(report.changed), "skipped": report.skipped, "causes": causes,
-            "moves": moves, "tiers": report.tier_counts()}
+            "moves": moves, "tiers": report.tier_counts(), "redacted": redacted}
 
 
 def _editor(store, active: Policy, versions: list[int]) -> None:
@@ -118,7 +125,7 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
             st.error(line)
         if editor and st.button("Apply YAML"):
             try:
-                parsed = yaml.safe_load(text)
+                parsed = yamlsafe.safe_load(text)
             except yaml.YAMLError as e:
                 st.error(f"not valid YAML: {e}")
             else:
@@ -151,7 +158,7 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
     if c2.button("Run what-if replay"):
         rows = data.replay_rows(data.settings().db_url, n)
         if rows.empty:
-            st.info("no logged requests with replay data yet (the router logs them as traffic arrives)")
+            st.info(NOTHING_TO_REPLAY)
         else:
             st.session_state["whatif"] = replay_summary(active, policy, rows)
     res = st.session_state.get("whatif")
@@ -160,6 +167,9 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
         m1.metric("requests replayed", res["total"])
         m2.metric("change tier", res["changed"], f"{res['changed'] / max(res['total'], 1):.1%}", delta_color="off")
         m3.metric("skipped (malformed)", res["skipped"])
+        if res.get("redacted"):
+            st.caption(f"{res['redacted']} of the bodies were stored redacted (keys, tokens, e-mail addresses and "
+                       "card-like numbers masked): rules matching those strings cannot fire on them")
         if res["changed"]:
             ui.table(res["moves"], "what-if-moves")
             # the chart gets the page's width: rule names are long, a half-width column squashed it

@@ -1,0 +1,96 @@
+"""Stored prompts follow the prompt-storage setting; credentials in headers are never stored; retention runs
+inside the router on a configured age."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from dashboard.queries import replay_rows
+from quantroute.db.audit import utcnow
+from quantroute.db.engine import init_db, make_engine
+from quantroute.db.engine import session as db_session
+from quantroute.db.request_log import RequestLog
+from quantroute.router.privacy import redact_text, replay_record
+
+from tests.router.conftest import MODEL, make_settings, policies, router_at, sim  # noqa: F401  (fixtures)
+
+SECRET_HEADERS = {"x-api-key": "sk-live-0123456789abcdef", "authorization": "Bearer abc", "x-auth-token": "t0k3n",
+                  "x-internal-secret": "s3cr3t", "x-priority": "3", "x-trace-id": "trace-1"}
+
+
+def test_credentials_in_headers_are_never_kept_even_if_allowlisted():
+    rec = replay_record({"messages": []}, SECRET_HEADERS, storage="full",
+                        allow=("x-priority", "x-api-key", "authorization"))
+    assert rec["headers"] == {"x-priority": "3"}
+
+
+def test_storage_modes():
+    body = {"model": "m", "messages": [{"role": "user", "content": "my key is sk-proj-ABCDEF0123456789xyz, mail "
+                                                                   "bob@example.com, card 4111 1111 1111 1111"}]}
+    assert replay_record(body, {}, storage="none", allow=()) is None
+    assert replay_record(body, {}, storage="full", allow=())["body"] == body
+    red = replay_record(body, {}, storage="redacted", allow=())
+    content = red["body"]["messages"][0]["content"]
+    assert red["redacted"] and "sk-proj" not in content and "bob@" not in content and "4111" not in content
+    assert content.startswith("my key is [redacted]")
+    assert redact_text("Solve 3x + 5 = 20 step by step") == "Solve 3x + 5 = 20 step by step"
+
+
+def _rows(url: str) -> list:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as c:
+            return [r[0] for r in c.execute(text("SELECT replay FROM request_log ORDER BY id"))]
+    finally:
+        engine.dispose()
+
+
+def _wait_rows(db_url: str, n: int) -> list:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        rows = _rows(db_url)
+        if len(rows) >= n:
+            return rows
+        time.sleep(0.05)
+    raise AssertionError(f"request log did not reach {n} rows")
+
+
+@pytest.mark.parametrize("storage", ["redacted", "none"])
+def test_the_router_stores_what_the_setting_allows(make_settings, storage):
+    settings = make_settings(prompt_storage=storage)
+    with router_at(settings) as (url, _):
+        r = httpx.post(f"{url}/v1/chat/completions", headers=SECRET_HEADERS, timeout=30, json={
+            "model": MODEL, "max_tokens": 4,
+            "messages": [{"role": "user", "content": "hi, my token is ghp_0123456789abcdefABCDEF"}]})
+        assert r.status_code == 200
+        (replay,) = _wait_rows(settings.db_url, 1)
+    if isinstance(replay, str):  # SQLite hands JSON back as text
+        replay = json.loads(replay)
+    if storage == "none":
+        assert replay is None
+        assert replay_rows(make_engine(settings.db_url)).empty  # the what-if replay: nothing to replay
+        return
+    assert replay["headers"] == {"x-priority": "3"}
+    assert "ghp_" not in str(replay) and "sk-live" not in str(replay) and "abc" not in str(replay["headers"])
+
+
+def test_retention_runs_inside_the_router(make_settings):
+    settings = make_settings(log_retention_days=1 / 24, log_retention_interval_s=0.2)
+    engine = make_engine(settings.db_url)
+    init_db(engine)
+    with db_session(engine) as s:
+        s.add(RequestLog(ts=utcnow() - timedelta(hours=2), model=MODEL, status=200, latency_ms=1.0))
+        s.add(RequestLog(ts=utcnow() - timedelta(minutes=10), model=MODEL, status=200, latency_ms=1.0))
+        s.commit()
+    with router_at(settings):
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and len(_rows(settings.db_url)) != 1:
+            time.sleep(0.1)
+    assert len(_rows(settings.db_url)) == 1  # the old row went, the recent one stayed
+    engine.dispose()
