@@ -282,9 +282,11 @@ class Router:
         status = out.status or 500
         tier = node.tier.value if node else (route.tier.value if route else "")
         deployment = node.deployment if node else ""
-        arm = (DIRECT if route.direct else route.arm) if route else None
+        arm = route.arm if route else None
         self.metrics.requests.labels(tier, deployment, arm or "", str(status)).inc()
         self.metrics.observe(tier, latency_ms / 1000, out)
+        if route is not None and route.direct:
+            arm = DIRECT  # in the log only: guards skip it (metrics keep the arm label empty, as for no canary)
         model = data.get("model") if isinstance(data, dict) else None
         self.writer.add({
             "ts": ts, "request_id": request_id, "session_key": route.session_key if route else None,

@@ -55,7 +55,8 @@ def test_standby_completes_the_rollback_of_a_killed_leader_and_nothing_happens_t
         mark("ctl-b stands by")
 
         with db_session(pg_engine) as s:  # the candidate starts failing
-            s.add_all(RequestLog(ts=utcnow(), model=MODEL, deployment=CAND, status=500, latency_ms=5.0)
+            s.add_all(RequestLog(ts=utcnow(), model=MODEL, deployment=CAND, arm="candidate", status=500,
+                                 latency_ms=5.0)
                       for _ in range(30))
             s.commit()
         mark("30 candidate errors logged")

@@ -112,8 +112,8 @@ def test_a_breach_notification_carries_the_guard_figures(svc, engine, receiver):
     from quantroute.db.request_log import RequestLog
 
     with db_session(engine) as s:
-        s.add_all(RequestLog(ts=utcnow(), model=MODEL, deployment=svc.status(MODEL).candidate, status=500,
-                             latency_ms=5.0) for _ in range(30))
+        s.add_all(RequestLog(ts=utcnow(), model=MODEL, deployment=svc.status(MODEL).candidate, arm="candidate",
+                             status=500, latency_ms=5.0) for _ in range(30))
         s.commit()
     svc.evaluate_guards(MODEL, by="controller")
     run_until_done(engine, [receiver.url], webhooks.Backoff(first_s=0.1))
