@@ -204,7 +204,7 @@ def _not_now(state: State, name: str) -> str:
 
 def _start(state: State, a: Start) -> Outcome:
     if not a.by.strip():
-        return Refusal("start refused: --by (who starts the rollout) is required")
+        return Refusal("start refused: who starts the rollout is required (an authenticated operator)")
     if a.candidate == a.baseline:
         return Refusal(f"start refused: candidate {a.candidate!r} reuses the baseline's deployment id; a quantized "
                        "artifact must be served under its own id")
@@ -227,7 +227,7 @@ def _eval_passed(state: State, a: EvalPassed) -> Outcome:
 
 def _approve(state: State, a: Approve) -> Outcome:
     if not a.by.strip():
-        return Refusal("approve refused: --by (the reviewer) is required")
+        return Refusal("approve refused: who approves is required (an authenticated reviewer)")
     if a.by == state.started_by:
         return Refusal(f"approve refused: {a.by} started this rollout; a different reviewer must approve it")
     if a.open_items:

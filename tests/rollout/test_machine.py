@@ -108,7 +108,7 @@ def test_promote_names_the_remaining_steps():
     (m.Start(by="alice", candidate="b", baseline="b", steps=STEPS), "reuses the baseline"),
     (m.Start(by="alice", candidate="c", baseline="b", steps=STEPS, missing_metadata=("checksum",)), "checksum"),
     (m.Start(by="alice", candidate="c", baseline="b", steps=STEPS, eval_failed="FAIL: math -8 pts"), "math -8"),
-    (m.Start(by=" ", candidate="c", baseline="b", steps=STEPS), "--by"),
+    (m.Start(by=" ", candidate="c", baseline="b", steps=STEPS), "who starts the rollout"),
 ])
 def test_start_refusals(start, needle):
     out = decide(state(None), start)
