@@ -182,8 +182,8 @@ def test_a_step_approved_by_the_rollouts_approval_is_audited_as_the_stepper_not_
     ready_for_approval(svc, db_engine)
     svc.approve(MODEL, by="bob")
     row = svc._row(MODEL)
-    v = store.new(parent=store.active_version(), author="rollout", message="next step",
-                  policy=versions.with_percent(store.active(), MODEL, 50))
+    v = store.write_system_version(parent=store.active_version(), author="rollout", message="next step",
+                                   policy=versions.with_percent(store.active(), MODEL, 50))
     activation.activate(store, row, v, by="alice", rollback=False)
     assert store.active_version() == v
     with db_session(db_engine) as s:
