@@ -254,15 +254,20 @@ def show(version: int | None, policies_dir: str, db_url: str | None) -> None:
 
 @policy.command("import")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--by", required=True, help="who imports (the audit event's actor), e.g. the CI job")
 @DIR_OPT
 @DB_OPT
 @_guard
-def import_cmd(directory: Path, by: str, policies_dir: str, db_url: str | None) -> None:
+def import_cmd(directory: Path, policies_dir: str, db_url: str | None) -> None:
     """Store the policy-NNNN.yaml files of DIRECTORY that the database does not hold yet (GitOps: versions kept
-    in git). A file whose version is stored with another content hash is refused: versions are immutable.
-    Exit 1 when any file was refused. Importing stores versions; activating them stays a separate step."""
-    results = _store(policies_dir, db_url).import_dir(directory, by=by)
+    in git), as you (an operator, e.g. the CI job's user token). A file whose version is stored with another
+    content hash is refused: versions are immutable. Exit 1 when any file was refused. Importing stores versions;
+    approving and activating them stay separate steps, each checked."""
+    from quantroute.auth import require
+
+    store = _store(policies_dir, db_url)
+    by = acting_user(store.engine)
+    require(store.engine, by, "policy.new")
+    results = store.import_dir(directory, by=by)
     if not results:
         _fail(f"no policy-NNNN.yaml files in {directory}")
     for r in results:

@@ -90,15 +90,16 @@ def test_import_and_verify(tmp_path):
     (git / "policy-0001.yaml").write_text((REPO / "policies" / "policy-0001.yaml").read_text())
     common = ["--policies", str(tmp_path / "mirror"), "--db", db]
     assert run("db", "upgrade", "--db", db).exit_code == 0
-    first = run("policy", "import", str(git), "--by", "ci", *common)
+    ci = tokens(db, ci="operator")["ci"]
+    first = run("policy", "import", str(git), *common, token=ci)
     assert first.exit_code == 0 and "policy-0001.yaml: imported" in first.output
-    again = run("policy", "import", str(git), "--by", "ci", *common)
+    again = run("policy", "import", str(git), *common, token=ci)
     assert again.exit_code == 0 and "policy-0001.yaml: unchanged" in again.output
     assert run("policy", "verify", *common).exit_code == 0
     mirrored = tmp_path / "mirror" / "policy-0001.yaml"
     mirrored.write_text(mirrored.read_text().replace("max_wait_ms: 2000", "max_wait_ms: 5"))
     checked = run("policy", "verify", *common)
     assert checked.exit_code == 1 and "edited by hand" in checked.output
-    refused = run("policy", "import", str(tmp_path / "mirror"), "--by", "ci", *common)
+    refused = run("policy", "import", str(tmp_path / "mirror"), *common, token=ci)
     assert refused.exit_code == 1 and "refused" in refused.output and "immutable" in refused.output
     assert "max_wait_ms: 2000" in run("policy", "show", "1", *common).output
