@@ -50,7 +50,8 @@ def test_guards_is_a_view_and_says_whether_a_controller_acts(policies, db_engine
 
     svc = progressing_rollout(PolicyStore(policies, db_engine), db_engine)
     with db_session(db_engine) as s:
-        s.add_all(RequestLog(ts=utcnow(), model=MODEL, deployment=CAND, status=500, latency_ms=5.0) for _ in range(30))
+        s.add_all(RequestLog(ts=utcnow(), model=MODEL, deployment=CAND, arm="candidate", status=500, latency_ms=5.0)
+                     for _ in range(30))
         s.commit()
     res = run(policies, db_engine, "guards", MODEL)
     assert res.exit_code == 0, res.output

@@ -16,7 +16,9 @@ from quantroute.db.node import NodeRow, upsert_node
 from quantroute.db.session_pin import SessionPin
 from quantroute.db.user import update_user
 from quantroute.rollout.service import RolloutRefused, RolloutService
-from tests.rollout.conftest import BASE, CAND, MODEL, PERSON_ITEMS, policy_data, record_eval, record_staircase, write_v1
+from tests.conftest import add_users
+from tests.rollout.conftest import (BASE, CAND, MODEL, PEOPLE, PERSON_ITEMS, policy_data, record_eval, record_staircase,
+                                    write_v1)
 
 
 @pytest.fixture
@@ -81,6 +83,7 @@ def test_start_refuses_the_baseline_id_and_missing_metadata(tmp_path, db_engine,
     # its own database: version 1 of this store is the file above (a shared database already holds another one)
     other = make_engine(f"sqlite:///{tmp_path / 'p2.db'}")
     init_db(other)
+    add_users(other, **PEOPLE)
     with pytest.raises(RolloutRefused, match="lacks calibration_set, eval_suite, checksum"):
         RolloutService(PolicyStore(tmp_path / "p2", other)).start(MODEL, candidate=CAND, by="alice")
     other.dispose()
