@@ -15,7 +15,7 @@ import os
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any
 
@@ -23,8 +23,7 @@ from sqlalchemy.engine import Engine
 
 from quantroute.db import audit
 from quantroute.db.engine import session as open_session
-from quantroute.db.user import (LoginThrottle, User, UserToken, add_token, get_throttle, get_user,
-                                token_by_hash)
+from quantroute.db.user import LoginThrottle, User, UserToken, add_token, get_throttle, get_user, token_by_hash
 
 # scrypt cost: n=2**14, r=8 takes ~16 MiB and ~50 ms; enough against offline guessing for an internal tool.
 SCRYPT_N, SCRYPT_R, SCRYPT_P, DKLEN = 2**14, 8, 1, 32
@@ -63,7 +62,7 @@ class Throttle:
     max_failures: int = 5
     window: timedelta = timedelta(minutes=15)
     lockout: timedelta = timedelta(minutes=15)
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
 
 class AuthError(Exception):
@@ -109,7 +108,7 @@ _DUMMY_HASH = hash_password(os.urandom(8).hex())
 
 def _aware(at: datetime | None) -> datetime | None:
     # SQLite hands back naive datetimes; every time stored here is UTC
-    return at.replace(tzinfo=timezone.utc) if at is not None and at.tzinfo is None else at
+    return at.replace(tzinfo=UTC) if at is not None and at.tzinfo is None else at
 
 
 def authenticate(engine: Engine, name: str, password: str, *, throttle: Throttle = Throttle()) -> User:
@@ -192,7 +191,7 @@ def authenticate_token(engine: Engine, token: str) -> User:
         user = get_user(session=s, name=row.user_name) if row is not None and not row.revoked else None
         if row is None or user is None or user.disabled:
             raise AuthError("unknown, revoked or disabled token")
-        row.last_used_at = datetime.now(timezone.utc)
+        row.last_used_at = datetime.now(UTC)
         s.add(row)
         s.commit()
         s.refresh(user)

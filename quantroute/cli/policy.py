@@ -201,7 +201,8 @@ def approve(version: int, comment: str, policies_dir: str, db_url: str | None) -
 
 @policy.command()
 @click.argument("version", type=int)
-@click.option("--emergency", is_flag=True, help="activate without approval: operators only, with --reason; flagged in the audit trail")
+@click.option("--emergency", is_flag=True,
+              help="activate without approval: operators only, with --reason; flagged in the audit trail")
 @click.option("--reason", default="")
 @DIR_OPT
 @DB_OPT

@@ -11,7 +11,6 @@ from sqlmodel import Field, Session, SQLModel, select
 
 from quantroute.clock import utcnow
 
-
 # Values of eval_run.source: answers from the fleet's registered deployments (resolved by the system), or from
 # a URL a person typed (operators only; never opens a rollout's eval gate). See quantroute.evals.targets.
 REGISTERED_SOURCE, FREE_URL_SOURCE = "registered", "url"

@@ -12,7 +12,6 @@ from sqlmodel import Field, SQLModel
 
 from quantroute.clock import aware
 
-
 # Values of request_log.arm (the router writes them, quantroute.router.canary): canary guards count only the first
 # two, the arms the router's hash chose; "direct" marks a request that named its deployment itself.
 BASELINE_ARM, CANDIDATE_ARM, DIRECT_ARM = "baseline", "candidate", "direct"

@@ -402,7 +402,7 @@ class PolicyStore:
         previous = self.active_version()
         with Session(self.engine) as s:
             s.add(PolicyActivation(version=version, previous=previous, by=by, kind=kind, reason=reason))
-            detail: dict = {"reason": reason} if reason else {}
+            detail: dict[str, object] = {"reason": reason} if reason else {}
             if kind == "emergency":
                 detail["emergency"] = True  # activated without an approval: the audit view flags it
             audit.record(s, actor=by, action=f"policy.{kind}", subject=self.path(version).name,

@@ -12,10 +12,10 @@ from sqlmodel import select
 from quantroute.admin_client import RouterAdmin, RouterUnavailable
 from quantroute.clock import aware
 from quantroute.db.engine import session as db_session
+from quantroute.db.eval import REGISTERED_SOURCE as REGISTERED
 from quantroute.db.eval import EvalRun
 from quantroute.db.node import list_nodes
 from quantroute.db.request_log import RequestLog
-from quantroute.db.eval import REGISTERED_SOURCE as REGISTERED
 from quantroute.policy.model import CanarySpec, Policy
 from quantroute.rollout.checklist import Fact
 from quantroute.rollout.guards import ArmStats, arm_stats

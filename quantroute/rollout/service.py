@@ -438,7 +438,8 @@ class RolloutService:
         if row is None or (not finished_ok and Phase(row.phase).terminal):
             last = f" (the last one is {row.phase})" if row else ""
             raise RolloutRefused(f"no rollout of {model!r} in progress{last}; start one with "
-                                 f"`quantroute rollout start {model} --candidate DEPLOYMENT` (as an operator)", ("start",))
+                                 f"`quantroute rollout start {model} --candidate DEPLOYMENT` (as an operator)",
+                                 ("start",))
         return row
 
     def _spec(self, row: db.Rollout) -> tuple[CanarySpec, Policy]:

@@ -24,6 +24,6 @@ async def retention_loop(engine: Engine, *, max_age: timedelta, interval_s: floa
             n = await asyncio.to_thread(prune_before, engine, utcnow() - max_age, batch=batch)
             if n and on_pruned is not None:
                 on_pruned(n)
-        except Exception:  # noqa: BLE001 - a failed pass is retried next interval; the router keeps serving
+        except Exception:
             log.exception("request-log retention pass failed")
         await asyncio.sleep(interval_s)

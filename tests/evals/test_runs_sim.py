@@ -15,7 +15,6 @@ from quantroute.evals.runs import compare_runs, list_runs, load_run, start_run
 from quantroute.evals.suite import load_suite
 from quantroute.sim.runner import running_fleet
 from quantroute.tiers import Tier
-
 from tests.conftest import add_users
 
 

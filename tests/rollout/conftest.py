@@ -27,7 +27,6 @@ from quantroute.router.app import create_app
 from quantroute.router.settings import RouterSettings
 from quantroute.router.testing import running_router
 from quantroute.sim.runner import running_fleet
-
 from tests.conftest import add_users
 
 TOKEN = "rollout-test-token"

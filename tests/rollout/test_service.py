@@ -17,8 +17,17 @@ from quantroute.db.session_pin import SessionPin
 from quantroute.db.user import update_user
 from quantroute.rollout.service import RolloutRefused, RolloutService
 from tests.conftest import add_users
-from tests.rollout.conftest import (BASE, CAND, MODEL, PEOPLE, PERSON_ITEMS, policy_data, record_eval, record_staircase,
-                                    write_v1)
+from tests.rollout.conftest import (
+    BASE,
+    CAND,
+    MODEL,
+    PEOPLE,
+    PERSON_ITEMS,
+    policy_data,
+    record_eval,
+    record_staircase,
+    write_v1,
+)
 
 
 @pytest.fixture

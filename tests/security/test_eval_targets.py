@@ -12,10 +12,18 @@ from quantroute.evals.runner import EvalSetupError
 from quantroute.evals.targets import registered_nodes, resolve_targets
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout.service import RolloutService
-
 from tests.conftest import add_users
-from tests.rollout.conftest import BASE, CAND, MODEL, PEOPLE, PERSON_ITEMS, policy_data, record_eval, \
-    record_staircase, write_v1
+from tests.rollout.conftest import (
+    BASE,
+    CAND,
+    MODEL,
+    PEOPLE,
+    PERSON_ITEMS,
+    policy_data,
+    record_eval,
+    record_staircase,
+    write_v1,
+)
 
 
 @pytest.fixture

@@ -11,10 +11,21 @@ from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
 from quantroute.rollout import facts
 from quantroute.rollout.guards import arm_stats
-
 from tests.rollout.conftest import (  # noqa: F401  (fixtures)
-    BASE, CAND, MODEL, PERSON_ITEMS, db_engine, live, policies, record_eval, record_staircase, send, sim, store,
-    wait_logged)
+    BASE,
+    CAND,
+    MODEL,
+    PERSON_ITEMS,
+    db_engine,
+    live,
+    policies,
+    record_eval,
+    record_staircase,
+    send,
+    sim,
+    store,
+    wait_logged,
+)
 
 
 def test_4xx_leave_the_error_rate_and_latency_alone():
@@ -31,7 +42,7 @@ def _log(engine, arm: str | None, deployment: str, status: int, n: int, latency_
         s.commit()
 
 
-def test_direct_requests_to_the_candidate_do_not_count(db_engine):
+def test_direct_requests_to_the_candidate_do_not_count(db_engine):  # noqa: F811  (fixtures imported above)
     _log(db_engine, "candidate", CAND, 500, 5)  # the candidate fails the traffic the router sent it
     _log(db_engine, "direct", CAND, 200, 200)  # someone floods it directly with cheap requests
     _log(db_engine, None, CAND, 200, 50)  # sessions pinned there before the canary ran
@@ -44,7 +55,7 @@ def test_direct_requests_to_the_candidate_do_not_count(db_engine):
     assert base.requests == 0
 
 
-def test_the_router_labels_direct_traffic(live, db_engine):
+def test_the_router_labels_direct_traffic(live, db_engine):  # noqa: F811  (fixtures imported above)
     url, svc = live
     record_eval(db_engine, passed=True)
     record_staircase(db_engine)

@@ -19,7 +19,6 @@ from quantroute.db.user import UserToken, update_user
 from quantroute.policy.loader import PolicyValidationError, parse_policy
 from quantroute.policy.store import PolicyStore, PolicyStoreError
 from quantroute.rollout.service import RolloutService
-
 from tests.conftest import REPO, add_users
 from tests.rollout.conftest import CAND, MODEL, policy_data, write_v1
 

@@ -4,7 +4,7 @@ every policy YAML path refuses alias bombs, deep nesting and huge texts quickly.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import yaml
@@ -25,7 +25,7 @@ ALIAS_BOMB = "\n".join(["a: &a [x, x, x, x, x, x, x, x, x, x]"] +
 
 class Clock:
     def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        self.now = datetime(2026, 1, 1, tzinfo=UTC)
 
     def __call__(self) -> datetime:
         return self.now

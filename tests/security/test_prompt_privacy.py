@@ -17,7 +17,6 @@ from quantroute.db.engine import init_db, make_engine
 from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
 from quantroute.router.privacy import redact_text, replay_record
-
 from tests.router.conftest import MODEL, make_settings, policies, router_at, sim  # noqa: F401  (fixtures)
 
 SECRET_HEADERS = {"x-api-key": "sk-live-0123456789abcdef", "authorization": "Bearer abc", "x-auth-token": "t0k3n",
@@ -62,7 +61,7 @@ def _wait_rows(db_url: str, n: int) -> list:
 
 
 @pytest.mark.parametrize("storage", ["redacted", "none"])
-def test_the_router_stores_what_the_setting_allows(make_settings, storage):
+def test_the_router_stores_what_the_setting_allows(make_settings, storage):  # noqa: F811  (fixtures imported above)
     settings = make_settings(prompt_storage=storage)
     with router_at(settings) as (url, _):
         r = httpx.post(f"{url}/v1/chat/completions", headers=SECRET_HEADERS, timeout=30, json={
@@ -80,7 +79,7 @@ def test_the_router_stores_what_the_setting_allows(make_settings, storage):
     assert "ghp_" not in str(replay) and "sk-live" not in str(replay) and "abc" not in str(replay["headers"])
 
 
-def test_retention_runs_inside_the_router(make_settings):
+def test_retention_runs_inside_the_router(make_settings):  # noqa: F811  (fixtures imported above)
     settings = make_settings(log_retention_days=1 / 24, log_retention_interval_s=0.2)
     engine = make_engine(settings.db_url)
     init_db(engine)

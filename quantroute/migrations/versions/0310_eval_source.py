@@ -3,8 +3,8 @@
 Revision ID: 0310_eval_source
 Revises: 0300_evals
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0310_eval_source"
 down_revision = "0300_evals"

@@ -3,8 +3,8 @@
 Revision ID: 0510_user_tokens
 Revises: 0501_request_replay
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0510_user_tokens"
 down_revision = "0501_request_replay"
