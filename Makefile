@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint demo demo-real bench bench-real bench-peers experiment venv clean
+.PHONY: test lint demo demo-real bench bench-real bench-peers experiment soak venv clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -36,15 +36,19 @@ demo-real: $(STAMP)
 	bash scripts/setup_real_tiers.sh
 	QUANTROUTE_VLLM_PYTHON=$(CURDIR)/.venvs/vllm/bin/python $(BIN)/python -m quantroute.demo_real $(DEMO_ARGS)
 
-# The fleet experiment has its own target (it runs for several minutes).
+# The fleet experiment and the soak have their own targets (they run for several minutes).
 bench: $(STAMP)
-	@for f in benchmarks/*.py; do case "$$f" in benchmarks/fleet_mix.py|benchmarks/real_tiers_cpu.py) continue;; esac; echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	@for f in benchmarks/*.py; do case "$$f" in benchmarks/fleet_mix.py|benchmarks/real_tiers_cpu.py|benchmarks/soak.py) continue;; esac; echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 # Per-tier tok/s and memory of real vLLM (CPU) servers; needs what demo-real needs.
 bench-real: $(STAMP)
 	bash scripts/setup_vllm.sh
 	bash scripts/setup_real_tiers.sh
 	QUANTROUTE_VLLM_PYTHON=$(CURDIR)/.venvs/vllm/bin/python $(BIN)/python benchmarks/real_tiers_cpu.py
+
+# 10 minutes of mixed and hostile traffic with faults on a schedule (SOAK_ARGS="--seconds 120 --db URL")
+soak: $(STAMP)
+	$(BIN)/python benchmarks/soak.py $(SOAK_ARGS)
 
 # Every session mode on SQLite and, when one is configured, on PostgreSQL (BENCH_POSTGRES, default the test
 # suite's QUANTROUTE_TEST_POSTGRES), workers 1 and 2, next to LiteLLM and vllm-router, in one table.

@@ -31,6 +31,7 @@ from quantroute.policy.model import (
     TemperatureCond,
     ToolsCond,
 )
+from quantroute.policy.patterns import keyword_regex
 from quantroute.tiers import Tier, parse_tier
 
 
@@ -275,7 +276,7 @@ def _compile(cond: Any, index: KeywordIndex) -> Pred:
 def _compile_keywords(cond: KeywordsCond, index: KeywordIndex) -> Pred:
     kw = cond.keywords
     words = frozenset(index.add(kw.scope, w) for w in kw.any if w)
-    rx = re.compile("|".join(f"(?:{p})" for p in kw.regex), re.IGNORECASE) if kw.regex else None
+    rx = keyword_regex(kw.regex)
     scope, need = kw.scope, kw.min_matches
 
     def matches(v: RequestView, o: int) -> bool:

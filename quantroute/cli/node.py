@@ -1,5 +1,6 @@
-"""`quantroute node inspect|register`: read what a model directory really holds and register a node
-serving it with a router. The decision lives in quantroute.registrar; this module only does I/O."""
+"""`quantroute node inspect|register|drain|deregister`: read what a model directory really holds and register a
+node serving it with a router; take a node out, at once or after its requests finished. The decision lives in
+quantroute.registrar and the router's admin API; this module only does I/O."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def _inspect(model_dir: Path):
 
 @click.group("node")
 def node() -> None:
-    """Inspect model artifacts and register vLLM nodes with a router."""
+    """Inspect model artifacts, register vLLM nodes with a router, drain and remove them."""
 
 
 @node.command("inspect")
@@ -92,3 +93,87 @@ def register_cmd(router_url: str, node_url: str, model_dir: Path, model: str | N
     click.echo(f"registered {reg.key} as {reg.deployment} (tier {reg.tier.value}, {reg.format}, "
                f"{reg.checksum[:19]}...) with {router_url}: {status}")
 
+
+def _error_message(resp) -> str:
+    try:
+        return resp.json()["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return resp.text[:500]
+
+
+def _admin_call(method: str, router_url: str, path: str, token: str | None, by: str | None, timeout: float):
+    import httpx
+
+    if not token:
+        raise click.ClickException(f"--token: missing; the router's admin API needs a bearer token "
+                                   f"(or set ${TOKEN_ENV[0]})")
+    url = router_url.rstrip("/") + path
+    headers = {"authorization": f"Bearer {token}", **({"x-quantroute-actor": by} if by else {})}
+    try:
+        resp = httpx.request(method, url, headers=headers, timeout=timeout)
+    except httpx.HTTPError as e:
+        raise click.ClickException(f"--router: cannot reach {url}: {e}") from None
+    if resp.status_code >= 300:
+        raise click.ClickException(f"{url} answered {resp.status_code}: {_error_message(resp)}")
+    return resp.json()
+
+
+def _routers(value: str) -> list[str]:
+    urls = [u.strip() for u in value.split(",") if u.strip()]
+    if not urls:
+        raise click.BadParameter("give one router URL or several, comma-separated", param_hint="--router")
+    return urls
+
+
+ROUTER_OPT = click.option("--router", "routers", required=True,
+                          help="Router base URL; several replicas comma-separated (each is told, each is waited for)")
+BY_OPT = click.option("--by", default=None, help="Your name, for the audit log")
+
+
+@node.command("deregister")
+@ROUTER_OPT
+@click.argument("node_id")
+@click.option("--token", envvar=TOKEN_ENV, default=None, help=f"Admin bearer token [${TOKEN_ENV[0]}]")
+@BY_OPT
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="HTTP timeout in seconds")
+def deregister_cmd(routers: str, node_id: str, token: str | None, by: str | None, timeout: float) -> None:
+    """Remove NODE_ID at once: no new request goes to it, probes stop, and replicas sharing the DB drop it too
+    (requests already on it finish). Use `node drain` to wait for them first."""
+    from urllib.parse import quote
+
+    for url in _routers(routers):
+        _admin_call("DELETE", url, f"/admin/nodes/{quote(node_id, safe='')}", token, by, timeout)
+        click.echo(f"removed {node_id} from {url}")
+
+
+@node.command("drain")
+@ROUTER_OPT
+@click.argument("node_id")
+@click.option("--token", envvar=TOKEN_ENV, default=None, help=f"Admin bearer token [${TOKEN_ENV[0]}]")
+@BY_OPT
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=600.0, show_default=True,
+              help="Longest wait, in seconds, for the node's in-flight requests to finish")
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="HTTP timeout in seconds")
+def drain_cmd(routers: str, node_id: str, token: str | None, by: str | None, wait_s: float, timeout: float) -> None:
+    """Drain NODE_ID: stop new requests to it, wait until no router has a request in flight on it, then remove
+    it. Exit 1, node left draining, if requests are still running after --wait seconds."""
+    import time
+    from urllib.parse import quote
+
+    path = f"/admin/nodes/{quote(node_id, safe='')}"
+    urls = _routers(routers)
+    for url in urls:
+        _admin_call("POST", url, path + "/drain", token, by, timeout)
+    deadline = time.monotonic() + wait_s
+    while True:
+        inflight = {url: _admin_call("GET", url, path, token, by, timeout)["inflight"] for url in urls}
+        if not any(inflight.values()):
+            break
+        if time.monotonic() >= deadline:
+            busy = ", ".join(f"{u}: {n}" for u, n in inflight.items() if n)
+            raise click.ClickException(f"{node_id} still has requests in flight after {wait_s:g}s ({busy}); it stays "
+                                       "draining (no new requests). Run drain again or deregister it.")
+        time.sleep(0.2)
+    for url in urls:
+        _admin_call("DELETE", url, path, token, by, timeout)
+    click.echo(f"drained and removed {node_id} ({len(urls)} router(s))")

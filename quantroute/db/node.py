@@ -1,4 +1,5 @@
-"""Nodes registered through the router's admin API, so a restarted router or another replica knows them."""
+"""Nodes registered through the router's admin API, so a restarted router or another replica knows them, and
+what operators did to them (drained, removed), so no replica brings a removed node back."""
 
 from __future__ import annotations
 
@@ -27,11 +28,16 @@ class NodeRow(SQLModel, table=True):
     generation: int = 1
     generation_started: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow, index=True)
+    state: str = Field(default="active", sa_column_kwargs={"server_default": "active"})  # NODE_STATES
+
+
+NODE_STATES = ("active", "draining", "removed")
 
     @classmethod
-    def from_identity(cls, node: NodeIdentity, *, generation: int, generation_started: datetime) -> NodeRow:
+    def from_identity(cls, node: NodeIdentity, *, generation: int, generation_started: datetime,
+                      state: str = "active") -> NodeRow:
         return cls(key=node.key, url=node.base_url, generation=generation, generation_started=generation_started,
-                   **node.model_dump(mode="json", include=set(SERVED_FIELDS)))
+                   state=state, **node.model_dump(mode="json", include=set(SERVED_FIELDS)))
 
     def identity(self) -> NodeIdentity:
         return NodeIdentity(url=self.url, node_id=self.key, **self.model_dump(include=set(SERVED_FIELDS)))
@@ -45,3 +51,4 @@ def upsert_node(*, session: Session, row: NodeRow) -> NodeRow:
 
 def list_nodes(*, session: Session) -> list[NodeRow]:
     return list(session.exec(select(NodeRow).order_by(NodeRow.key)))
+

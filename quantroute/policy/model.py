@@ -6,12 +6,12 @@ happened (approvals, activations, canary status) lives in the database, never in
 from __future__ import annotations
 
 import math
-import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from quantroute.policy.patterns import keyword_regex
 from quantroute.tiers import TIER_ORDER, Tier
 
 
@@ -65,11 +65,7 @@ class Keywords(Strict):
     @field_validator("regex")
     @classmethod
     def _compiles(cls, patterns: list[str]) -> list[str]:
-        for i, p in enumerate(patterns):
-            try:
-                re.compile(p)
-            except re.error as e:
-                raise ValueError(f"regex[{i}] {p!r} does not compile: {e}") from None
+        keyword_regex(patterns)  # what the classifier compiles; PatternError is a ValueError: pydantic reports it
         return patterns
 
     @model_validator(mode="after")

@@ -53,6 +53,10 @@ class AdminApi:
             healthy = sum(1 for n in self.pool.nodes.values() if n.healthy)
             return await send_json(send, 200, {"status": "ok", "policy_version": cur.version if cur else None,
                                                "nodes": len(self.pool.nodes), "healthy_nodes": healthy})
+        if path == "/ready":
+            problems = readiness_problems(self.holder, self.pool)
+            return await send_json(send, 503 if problems else 200,
+                                   {"status": "not ready" if problems else "ready", "problems": problems})
         if path == "/v1/models":
             return await send_json(send, 200, models_payload(self.holder))
         if path == "/metrics":
@@ -67,9 +71,11 @@ class AdminApi:
                 return await send_json(send, 200, {"nodes": [n.view() for n in self.pool.nodes.values()]})
             if method == "POST":
                 reg = parse_registration(await self.read_body(scope, receive))
-                node = await self.register_node(reg, actor="admin-api")
+                node = await self.register_node(reg, actor=actor_of(scope))
                 return await send_json(send, 201, node.view())
             raise MethodNotAllowed("/admin/nodes takes GET or POST")
+        if path.startswith("/admin/nodes/"):
+            return await self.node_action(scope, send, unquote(path[len("/admin/nodes/"):]), method)
         if path == "/admin/sessions" and method == "GET":
             return await send_json(send, 200, {"sessions": await self.pins.list()})
         if path.startswith("/admin/sessions/") and method == "DELETE":
@@ -88,9 +94,52 @@ class AdminApi:
                 raise BadRequest(f"tier: deployment {reg.deployment!r} is tier {want.value} in policy version "
                                  f"{ap.version}, the node registered {reg.tier.value}", param="tier")
         node = self.pool.register(reg, speed=speed_for(reg.hardware, reg.tier.value))
-        if self.engine is not None:
-            await asyncio.to_thread(_persist, self.engine, node, actor)
+        node.draining = False  # registering again is the operator's word that the node takes traffic
+        await self._mark(node, "active", actor)
         return node
+
+    async def node_action(self, scope, send, rest: str, method: str) -> None:
+        """GET /admin/nodes/{id}; DELETE it (deregister); POST /admin/nodes/{id}/drain."""
+        key, _, verb = rest.partition("/")
+        node = self.pool.nodes.get(key)
+        if node is None:
+            raise NotFoundPath(f"no node {key!r}; GET /admin/nodes lists them")
+        if verb == "" and method == "GET":
+            return await send_json(send, 200, node.view())
+        if verb == "" and method == "DELETE":
+            self.pool.remove(key)
+            await self._mark(node, "removed", actor_of(scope))
+            return await send_json(send, 200, {**node.view(), "removed": True})
+        if verb == "drain" and method == "POST":
+            node.draining = True
+            self.pool.epoch += 1  # cached candidate lists must drop it now
+            await self._mark(node, "draining", actor_of(scope))
+            return await send_json(send, 200, node.view())
+        raise MethodNotAllowed(f"/admin/nodes/{key} takes GET or DELETE; /admin/nodes/{key}/drain takes POST")
+
+    async def _mark(self, node: Node, state: str, actor: str) -> None:
+        if self.engine is not None:
+            await asyncio.to_thread(_persist, self.engine, node, actor, state)
+
+
+def actor_of(scope) -> str:
+    """Who the audit log names: the admin API, and the person behind the call when a client says so."""
+    who = next((v for k, v in scope["headers"] if k == b"x-quantroute-actor"), b"").decode("latin-1")[:100]
+    return f"admin-api:{who}" if who else "admin-api"
+
+
+def readiness_problems(holder: PolicyHolder, pool: NodePool) -> list[str]:
+    """Why this replica should not get traffic yet: no policy, or a served model with no healthy node."""
+    ap = holder.current
+    if ap is None:
+        return ["no policy version loaded"]
+    up = {n.deployment for n in pool.nodes.values() if n.available}
+    problems = []
+    for model in sorted(ap.models):
+        deps = [d for d, m in ap.deployment_model.items() if m == model]
+        if deps and not up.intersection(deps):
+            problems.append(f"model {model}: no healthy node for any of its deployments ({', '.join(sorted(deps))})")
+    return problems
 
 
 def check_token(token: str | None, scope) -> None:
@@ -127,10 +176,14 @@ def parse_registration(body: bytes) -> NodeIdentity:
         raise BadRequest(f"invalid node registration: {issues}", param=param) from None
 
 
-def _persist(engine: Engine, node: Node, actor: str) -> None:
+ACTIONS = {"active": "node.register", "draining": "node.drain", "removed": "node.deregister"}
+
+
+def _persist(engine: Engine, node: Node, actor: str, state: str) -> None:
+    """The node's row with its state, and the audit event, in one transaction."""
     with db_session(engine) as s:
-        record(s, actor=actor, action="node.register", subject=node.key,
+        record(s, actor=actor, action=ACTIONS[state], subject=node.key,
                detail={"deployment": node.deployment, "tier": node.tier.value, "format": node.format,
-                       "checksum": node.checksum, "generation": node.generation})
+                       "checksum": node.checksum, "generation": node.generation, "inflight": node.inflight})
         upsert_node(session=s, row=NodeRow.from_identity(node.identity(), generation=node.generation,
-                                                         generation_started=node.generation_started))
+                                                         generation_started=node.generation_started, state=state))

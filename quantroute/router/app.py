@@ -20,7 +20,7 @@ from quantroute.clock import utcnow
 from quantroute.router.admin import AdminApi
 from quantroute.router.canary import DIRECT
 from quantroute.router.decide import Decider, PinMoved, Route
-from quantroute.router.errors import BadRequest, BodyTooLarge, MethodNotAllowed, RouterError
+from quantroute.router.errors import BadRequest, BodyTooLarge, MethodNotAllowed, Overloaded, RequestTimeout, RouterError
 from quantroute.router.metrics import RouterMetrics
 from quantroute.router.node_sync import NodeSync, load_nodes
 from quantroute.router.nodes import Node, NodePool, probe_loop
@@ -32,7 +32,8 @@ from quantroute.router.requestlog import RequestLogWriter
 from quantroute.router.responses import send_error
 from quantroute.router.retention import retention_loop
 from quantroute.router.sessions import PinStore
-from quantroute.router.settings import RouterSettings
+from quantroute.router.settings import RouterSettings, tls_context
+from quantroute.router.supervise import supervise
 from quantroute.router.upstream import FastUpstream, HttpxUpstream
 
 log = logging.getLogger(__name__)
@@ -52,12 +53,15 @@ class Router:
         self.pin_committer = (PinCommitter(engine, timeout_s=settings.pin_commit_timeout_s,
                                            on_batch=self.metrics.pin_batch.observe)
                               if engine is not None else None)
-        self.pins = PinStore(engine, touch_interval_s=settings.pin_touch_interval_s, committer=self.pin_committer)
+        self.pins = PinStore(engine, touch_interval_s=settings.pin_touch_interval_s, committer=self.pin_committer,
+                             max_cached=settings.pin_cache_max)
         self.holder = PolicyHolder(settings.policies_dir, engine, on_change=self._policy_changed,
                                    on_failure=self.metrics.reload_failures.inc)
         self.writer = RequestLogWriter(engine, batch_size=settings.log_batch_size,
                                        flush_interval_s=settings.log_flush_interval_s,
-                                       max_buffered=settings.log_buffer_max, on_drop=self.metrics.log_dropped.inc)
+                                       max_buffered=settings.log_buffer_max,
+                                       max_buffered_bytes=settings.log_buffer_max_bytes,
+                                       on_drop=self.metrics.log_dropped_rows)
         self.node_sync = NodeSync(self.fleet, engine, interval_s=settings.node_refresh_s)
         self.decider = Decider(self.fleet, self.pins, retry_after_s=settings.retry_after_s, metrics=self.metrics,
                                on_miss=self.node_sync.kick)
@@ -65,6 +69,7 @@ class Router:
         self.forwarder: Forwarder | None = None
         self._tasks: list[asyncio.Task] = []
         self._ids = itertools.count(1)
+        self.active = 0  # completions in progress on this replica (max_concurrent_requests)
         self._boot = os.urandom(4).hex()
         self.admin = AdminApi(token=settings.admin_token, holder=self.holder, pool=self.fleet, pins=self.pins,
                               engine=engine, render_metrics=lambda: self.metrics.render(self.fleet, self.writer),
@@ -75,32 +80,39 @@ class Router:
         s = self.settings
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=512, keepalive_expiry=30)
         timeout = httpx.Timeout(s.upstream_timeout_s, connect=s.connect_timeout_s)
-        self.client = httpx.AsyncClient(transport=self.transport, limits=limits, timeout=timeout)
+        tls = tls_context(s)
+        self.client = httpx.AsyncClient(transport=self.transport, limits=limits, timeout=timeout, verify=tls)
         self.upstream = (HttpxUpstream(self.client, read_timeout=s.upstream_read_timeout_s)
                          if self.transport is not None else
                          FastUpstream(connect_timeout=s.connect_timeout_s, timeout=s.upstream_timeout_s,
-                                      read_timeout=s.upstream_read_timeout_s))
+                                      read_timeout=s.upstream_read_timeout_s, tls=tls))
         self.forwarder = Forwarder(self.upstream, self.fleet, retries=s.retries,
                                    on_upstream_error=self._upstream_error)
         await asyncio.to_thread(self.holder.load_initial)
         await asyncio.to_thread(load_nodes, self.fleet, fleet_file=s.fleet_file, engine=self.engine)
-        spawn = asyncio.get_running_loop().create_task
-        self._tasks = [spawn(probe_loop(self.client, self.fleet, interval=s.probe_interval_s,
-                                        timeout=s.probe_timeout_s)),
-                       spawn(self.writer.run())]
+        loop = asyncio.get_running_loop()
+
+        def spawn(name: str, make) -> None:
+            self._tasks.append(loop.create_task(supervise(name, make, on_crash=self.metrics.task_crashes_inc),
+                                                name=f"quantroute-{name}"))
+
+        self._tasks = []
+        spawn("probes", lambda: probe_loop(self.client, self.fleet, interval=s.probe_interval_s,
+                                           timeout=s.probe_timeout_s))
+        spawn("request-log", self.writer.run)
         if s.watch_pointer:
-            self._tasks.append(spawn(self.holder.watch_pointer()))
+            spawn("policy-watch", self.holder.watch_pointer)
         if self.pin_committer is not None:
-            self._tasks.append(spawn(self.pin_committer.run()))
+            spawn("pin-commit", self.pin_committer.run)
         if self.engine is not None:
-            self._tasks.append(spawn(self.holder.poll_db(s.policy_poll_s)))
-            self._tasks.append(spawn(self.node_sync.run()))
-            self._tasks.append(spawn(self.pins.purge_loop(interval_s=s.pin_purge_interval_s, batch=s.pin_purge_batch,
-                                                          max_batches=s.pin_purge_max_batches,
-                                                          on_purged=self.metrics.pins_purged.inc)))
+            spawn("policy-poll", lambda: self.holder.poll_db(s.policy_poll_s))
+            spawn("node-sync", self.node_sync.run)
+            spawn("pin-purge", lambda: self.pins.purge_loop(
+                interval_s=s.pin_purge_interval_s, batch=s.pin_purge_batch, max_batches=s.pin_purge_max_batches,
+                on_purged=self.metrics.pins_purged.inc))
             if s.log_retention_days is not None:
-                self._tasks.append(spawn(retention_loop(self.engine, max_age=timedelta(days=s.log_retention_days),
-                                                        interval_s=s.log_retention_interval_s)))
+                spawn("log-retention", lambda: retention_loop(self.engine, max_age=timedelta(days=s.log_retention_days),
+                                                              interval_s=s.log_retention_interval_s))
 
     async def shutdown(self) -> None:
         if self.pin_committer is not None:  # pins claimed by requests still finishing get stored first
@@ -108,10 +120,7 @@ class Router:
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        try:
-            await asyncio.wait_for(self.writer.flush(), 5)
-        except Exception as e:  # noqa: BLE001 - shutting down: log the loss, finish the shutdown
-            log.warning("final request log flush failed: %s", e)
+        await self.writer.close(timeout_s=5)
         if self.client is not None:
             await self.upstream.aclose()
             await self.client.aclose()
@@ -131,7 +140,17 @@ class Router:
                 if kind is not None:
                     if scope["method"] != "POST":
                         raise MethodNotAllowed(f"{path} takes POST")
-                    await self.completion(scope, receive, send, kind, path)
+                    limit = self.settings.max_concurrent_requests
+                    if self.active >= limit:
+                        self.metrics.rejected.labels("concurrency").inc()
+                        raise Overloaded(f"this router replica is at its limit of {limit} concurrent requests; "
+                                         "retry after the Retry-After delay",
+                                         headers={"Retry-After": str(self.settings.retry_after_s)})
+                    self.active += 1
+                    try:
+                        await self.completion(scope, receive, send, kind, path)
+                    finally:
+                        self.active -= 1
                 else:
                     await self.admin.dispatch(scope, receive, send)
             except RouterError as e:
@@ -160,6 +179,16 @@ class Router:
         for k, v in scope["headers"]:
             if k == b"content-length" and int(v or 0) > limit:
                 raise BodyTooLarge(f"request body is {int(v)} bytes; the limit is {limit} bytes")
+        deadline = self.settings.body_read_timeout_s
+        try:
+            async with asyncio.timeout(deadline):
+                return await self._receive_body(receive, limit)
+        except TimeoutError:
+            self.metrics.rejected.labels("body_timeout").inc()
+            raise RequestTimeout(f"the request body did not arrive within {deadline:g}s") from None
+
+    @staticmethod
+    async def _receive_body(receive, limit: int) -> bytes:
         chunks, size = [], 0
         while True:
             msg = await receive()
@@ -208,7 +237,7 @@ class Router:
                 return
             raise
         finally:
-            self._record(ts, started, request_id, data, route, out, headers)
+            self._record(ts, started, request_id, data, route, out, headers, len(body))
 
     async def _forward(self, route: Route, path: str, body: bytes, raw_headers, receive, send, started: float,
                        out: ForwardResult) -> None:
@@ -276,7 +305,7 @@ class Router:
         return h
 
     def _record(self, ts, started: float, request_id: str, data, route: Route | None, out: ForwardResult,
-                headers: dict) -> None:
+                headers: dict, body_bytes: int) -> None:
         latency_ms = (time.perf_counter() - started) * 1000
         node = out.node or (route.node if route else None)
         status = out.status or 500
@@ -284,7 +313,7 @@ class Router:
         deployment = node.deployment if node else ""
         arm = route.arm if route else None
         self.metrics.requests.labels(tier, deployment, arm or "", str(status)).inc()
-        self.metrics.observe(tier, latency_ms / 1000, out)
+        self.metrics.observe(tier, deployment, latency_ms / 1000, out)
         if route is not None and route.direct:
             arm = DIRECT  # in the log only: guards skip it (metrics keep the arm label empty, as for no canary)
         model = data.get("model") if isinstance(data, dict) else None
@@ -302,7 +331,7 @@ class Router:
             # what the dashboard's what-if replay needs to classify this request again under a draft policy,
             # as far as the prompt-storage setting allows (credentials in headers are never kept)
             "replay": replay_record(data, headers, storage=self.settings.prompt_storage,
-                                    allow=self._log_headers(route))})
+                                    allow=self._log_headers(route))}, nbytes=body_bytes)
 
     def _log_headers(self, route: Route | None) -> tuple[str, ...]:
         hp = route.policy.policy.headers if route else None

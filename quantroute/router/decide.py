@@ -268,7 +268,7 @@ class Decider:
             return pick_node(nodes, exclude=exclude)
         preferred = [n for n in nodes if n.deployment == route.prefer]
         node = pick_node(preferred, exclude=exclude)
-        if node is not None or any(n.healthy and n.key not in exclude for n in preferred):
+        if node is not None or any(n.available and n.key not in exclude for n in preferred):
             return node  # the session's deployment is alive: stay on it, even if that means waiting for room
         node = pick_node(nodes, exclude=exclude)
         if node is not None:  # it is gone: another deployment of the same tier (and arm), counted

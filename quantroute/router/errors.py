@@ -52,6 +52,20 @@ class BodyTooLarge(RouterError):
     code = "request_too_large"
 
 
+class RequestTimeout(RouterError):
+    status = 408
+    type = "invalid_request_error"
+    code = "request_timeout"
+
+
+class Overloaded(RouterError):
+    """This replica is at its concurrency limit: another replica (or a retry after Retry-After) can serve."""
+
+    status = 503
+    type = "server_error"
+    code = "overloaded"
+
+
 class NoCapacity(RouterError):
     status = 503
     type = "server_error"

@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import platform
+from importlib.metadata import PackageNotFoundError, version
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+def build_version() -> str:
+    try:
+        return version("quantroute")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
 
 
 class RouterMetrics:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
+        self._node_series: set[tuple[str, str, str]] = set()
         self.requests = Counter("quantroute_requests_total", "Requests routed",
                                 ["tier", "deployment", "arm", "status"], registry=r)
+        self.build_info = Gauge("quantroute_build_info", "Always 1; the labels say what runs",
+                                ["version", "python"], registry=r)
+        self.build_info.labels(build_version(), platform.python_version()).set(1)
         self.decision_seconds = Histogram(
             "quantroute_decision_seconds", "Time to decide tier and node (excluding waits)",
             buckets=(2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2), registry=r)
@@ -31,8 +46,12 @@ class RouterMetrics:
         self.policy_version = Gauge("quantroute_policy_version", "Active policy version", registry=r)
         self.reload_failures = Counter("quantroute_policy_reload_failures_total", "Rejected policy loads",
                                        registry=r)
-        self.log_dropped = Counter("quantroute_request_log_dropped_total", "Request log rows dropped",
-                                   registry=r)
+        self.log_dropped = Counter("quantroute_request_log_dropped_total",
+                                   "Request log rows dropped, by reason: buffer_full (DB slow or down), rejected "
+                                   "(the DB refused the row), shutdown (not written before exit)",
+                                   ["reason"], registry=r)
+        for reason in ("buffer_full", "rejected", "shutdown"):  # present at 0, so alerts see a rate from the start
+            self.log_dropped.labels(reason)
         self.pin_fallbacks = Counter("quantroute_pin_deployment_fallbacks_total",
                                      "Pinned sessions moved to another deployment of their tier",
                                      ["tier", "reason"], registry=r)
@@ -43,39 +62,60 @@ class RouterMetrics:
                                      "first with another tier, arm or deployment", registry=r)
         self.pin_batch = Histogram("quantroute_pin_commit_batch_size", "New session pins stored per transaction",
                                    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
+        self.rejected = Counter("quantroute_requests_rejected_total",
+                                "Requests refused before routing: concurrency (replica at its limit), body_timeout",
+                                ["reason"], registry=r)
+        self.task_crashes = Counter("quantroute_background_task_restarts_total",
+                                    "Background loops that crashed (or returned) and were restarted", ["task"],
+                                    registry=r)
         self.log_buffered = Gauge("quantroute_request_log_buffered", "Request log rows waiting", registry=r)
         # For dashboards and alerts (deploy/grafana, deploy/prometheus): per-tier latency, TTFT and tokens, and
         # healthy nodes per model and tier (the alert "no healthy node for a model" needs the model label).
         self.duration = Histogram("quantroute_request_duration_seconds", "End-to-end time of routed requests",
-                                  ["tier"], buckets=LATENCY_BUCKETS, registry=r)
-        self.ttft = Histogram("quantroute_ttft_seconds", "Time to the first byte of the response body", ["tier"],
-                              buckets=LATENCY_BUCKETS, registry=r)
+                                  ["tier", "deployment"], buckets=LATENCY_BUCKETS, registry=r)
+        self.ttft = Histogram("quantroute_ttft_seconds", "Time to the first byte of the response body",
+                              ["tier", "deployment"], buckets=LATENCY_BUCKETS, registry=r)
         self.tokens = Counter("quantroute_tokens_total", "Tokens of routed requests, as the nodes reported them",
-                              ["tier", "kind"], registry=r)
+                              ["tier", "deployment", "kind"], registry=r)
         self.healthy_nodes = Gauge("quantroute_healthy_nodes", "Healthy nodes per model and tier",
                                    ["model", "tier"], registry=r)
 
-    def observe(self, tier: str, latency_s: float, out) -> None:
-        """One finished request: latency, TTFT and tokens under its tier."""
+    def observe(self, tier: str, deployment: str, latency_s: float, out) -> None:
+        """One finished request: latency, TTFT and tokens under its tier and deployment."""
         if not tier:
             return
-        self.duration.labels(tier).observe(latency_s)
+        self.duration.labels(tier, deployment).observe(latency_s)
         if out.ttft is not None:
-            self.ttft.labels(tier).observe(out.ttft)
+            self.ttft.labels(tier, deployment).observe(out.ttft)
         if out.prompt_tokens:
-            self.tokens.labels(tier, "prompt").inc(out.prompt_tokens)
+            self.tokens.labels(tier, deployment, "prompt").inc(out.prompt_tokens)
         if out.completion_tokens:
-            self.tokens.labels(tier, "completion").inc(out.completion_tokens)
+            self.tokens.labels(tier, deployment, "completion").inc(out.completion_tokens)
+
+    def task_crashes_inc(self, task: str) -> None:
+        self.task_crashes.labels(task).inc()
+
+    def log_dropped_rows(self, reason: str, n: int) -> None:
+        self.log_dropped.labels(reason).inc(n)
 
     def render(self, fleet, writer) -> bytes:
         healthy: dict[tuple[str, str], int] = {}
+        seen = set()
         for n in fleet.nodes.values():
-            self.node_healthy.labels(n.key, n.deployment, n.tier.value).set(1 if n.healthy else 0)
+            labels = (n.key, n.deployment, n.tier.value)
+            seen.add(labels)
+            self.node_healthy.labels(*labels).set(1 if n.available else 0)
             self.node_inflight.labels(n.key).set(n.inflight)
             key = (n.model, n.tier.value)
             healthy[key] = healthy.get(key, 0) + (1 if n.healthy else 0)
         self.healthy_nodes.clear()
         for (model, tier), count in healthy.items():
             self.healthy_nodes.labels(model, tier).set(count)
+        # a removed node (or one that moved deployment) leaves no stale series behind
+        for labels in self._node_series - seen:
+            self.node_healthy.remove(*labels)
+            if labels[0] not in {k for k, _, _ in seen}:
+                self.node_inflight.remove(labels[0])
+        self._node_series = seen
         self.log_buffered.set(len(writer.buffer))
         return generate_latest(self.registry)

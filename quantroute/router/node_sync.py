@@ -47,14 +47,27 @@ def read_node_rows(engine: Engine) -> list[NodeRow]:
 
 def apply_node_rows(pool: NodePool, rows: list[NodeRow]) -> list[str]:
     """Register each row that differs from what the pool knows; returns the keys that changed. Unchanged
-    nodes are left alone, so their health, load and in-flight counts survive a refresh."""
+    nodes are left alone, so their health, load and in-flight counts survive a refresh. A removed row (a
+    tombstone) takes the node out, whether this replica knew it from the DB or from its fleet file; a draining
+    one stops taking new requests."""
     changed = []
     for r in rows:
-        if _known(pool.nodes.get(r.key), r):
+        known = pool.nodes.get(r.key)
+        if r.state == "removed":
+            if known is not None:
+                pool.remove(r.key)
+                changed.append(r.key)
+            continue
+        if _known(known, r):
+            if known.draining != (r.state == "draining"):
+                known.draining = r.state == "draining"
+                pool.epoch += 1
+                changed.append(r.key)
             continue
         node = pool.register(r.identity(), speed=speed_for(r.hardware, r.tier),
                              generation_started=aware(r.generation_started))
         node.generation = max(node.generation, r.generation)
+        node.draining = r.state == "draining"
         changed.append(r.key)
     return changed
 

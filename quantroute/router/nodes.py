@@ -54,6 +54,8 @@ class Node:
     kv_usage: float = 0.0
     last_probe: float | None = None
     last_error: str | None = None
+    draining: bool = False  # takes no new request; removed once its in-flight requests finished
+    removed: bool = False
 
     @classmethod
     def from_identity(cls, ident: NodeIdentity, **state) -> Node:
@@ -65,7 +67,7 @@ class Node:
 
     @property
     def available(self) -> bool:
-        return self.healthy
+        return self.healthy and not self.draining
 
     def quiescent_for(self, pin_created: datetime, quiescence_s: int) -> bool:
         """True when a session pinned at `pin_created` must not use this node yet: the node's generation is
@@ -79,7 +81,7 @@ class Node:
                 "tier": self.tier.value, "format": self.format, "method": self.method, "checksum": self.checksum,
                 "hardware": self.hardware, "vram_gb": self.vram_gb, "speed": self.speed,
                 "generation": self.generation, "generation_started": self.generation_started.isoformat(),
-                "healthy": self.healthy, "consecutive_failures": self.failures, "inflight": self.inflight,
+                "healthy": self.healthy, "draining": self.draining, "consecutive_failures": self.failures, "inflight": self.inflight,
                 "waiting": self.waiting, "running": self.running, "kv_usage": self.kv_usage,
                 "last_error": self.last_error}
 
@@ -100,22 +102,35 @@ class NodePool:
     # -- membership -------------------------------------------------------------------------------------
     def register(self, reg: NodeIdentity, *, speed: float | None = None,
                  generation_started: datetime | None = None) -> Node:
+        """Add a node, or update the known one in place. In place, because the Node object is the identity
+        that requests in flight hold and release: a new object per registration left their releases on the
+        old one and inflated the new one's count for good."""
         key = reg.key
-        old = self.nodes.get(key)
-        generation = 1
+        node = self.nodes.get(key)
         started = generation_started or utcnow()
-        if old is not None:
-            same = old.format == reg.format and old.checksum == reg.checksum and old.deployment == reg.deployment
-            generation = old.generation if same else old.generation + 1
-            if same:
-                started = old.generation_started
         # unknown hardware (speed None): as fast as the reference class; see catalog.speed_for
-        node = Node.from_identity(reg, speed=speed or 1.0, max_inflight=self.max_inflight, max_waiting=self.max_waiting,
-                                  generation=generation, generation_started=started)
-        if old is not None:
-            node.inflight = old.inflight  # requests already on it still finish and release
-        self.nodes[key] = node
+        state = dict(speed=speed or 1.0, max_inflight=self.max_inflight, max_waiting=self.max_waiting)
+        if node is None:
+            node = Node.from_identity(reg, generation=1, generation_started=started, **state)
+            self.nodes[key] = node
+        else:
+            same = node.format == reg.format and node.checksum == reg.checksum and node.deployment == reg.deployment
+            if not same:
+                node.generation += 1
+                node.generation_started = started
+            fresh = Node.from_identity(reg, **state)
+            for f in ("url", *SERVED_FIELDS, *state):
+                setattr(node, f, getattr(fresh, f))
+        node.removed = False
         self._reindex()
+        return node
+
+    def remove(self, key: str) -> Node | None:
+        """Forget a node: no new request goes to it and probes stop. Requests already on it finish."""
+        node = self.nodes.pop(key, None)
+        if node is not None:
+            node.removed = True
+            self._reindex()
         return node
 
     def _reindex(self) -> None:

@@ -60,8 +60,15 @@ def usage_from(body: bytes) -> tuple[int | None, int | None]:
             usage = orjson.loads(line).get("usage") or {}
         except (orjson.JSONDecodeError, AttributeError):
             continue
-        return usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if not isinstance(usage, dict):
+            return None, None
+        return _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
     return None, None
+
+
+def _count(v) -> int | None:
+    """A token count as the log's integer column and the counters take it; anything else is unknown."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31 else None
 
 
 class Forwarder:
@@ -106,6 +113,10 @@ class Forwarder:
         """True when a response (any status < 500) went to the client; False to retry elsewhere."""
         try:
             resp = await self.upstream.post(node.url, path, body, headers)
+        except UpstreamTimeout as e:  # no response headers in time, counted against the node like any failure
+            out.timed_out = True
+            self._failed(node, "timeout", str(e), out)
+            return False
         except UpstreamError as e:
             self._failed(node, "connect", str(e), out)
             return False

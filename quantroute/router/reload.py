@@ -1,11 +1,16 @@
 """Hot reload of the active policy version.
 
-Sources of truth for "which version is active": the pointer file `<policies_dir>/active` (watched with watchfiles)
-and the newest `policy_activation` row (polled, for replicas on other hosts). A version's content comes from the
-database (`policy_version`), so replicas with different policy directories load the same thing; only a router
-without a database reads the files. On a change: load, validate, compile, swap one reference. A version that fails
-to load leaves the last good one in force; the failure is counted and shown on `GET /admin/policy`. Requests read
-`holder.current` once at their start, so in-flight requests finish under the version they started with."""
+Sources of truth for "which version is active": the pointer file `<policies_dir>/active` (watched with
+watchfiles) and the newest `policy_activation` row (polled, for replicas on other hosts). A version's content
+comes from the database (`policy_version`), so replicas with different policy directories load the same thing;
+only a router without a database reads the files. On a change: load, validate, compile, swap one reference. A
+version that fails to load, for any reason, leaves the last good one in force; the failure is counted and shown on
+`GET /admin/policy`. Requests read `holder.current` once at their start, so in-flight requests finish under the
+version they started with.
+
+A version activated through the DB may not be loadable here yet (its file not imported yet): the poll loop tries
+it again with backoff until it loads or another version is activated. At start, an active version that cannot
+load does not stop the router: it starts on the newest earlier activation that loads, and reports both."""
 
 from __future__ import annotations
 
@@ -19,10 +24,10 @@ from sqlalchemy.engine import Engine
 
 from quantroute.classify import CompiledPolicy, compile_policy
 from quantroute.db.engine import session as db_session
-from quantroute.db.policy_state import active_version
-from quantroute.policy.loader import PolicyValidationError, load_policy
+from quantroute.db.policy_state import activations, active_version
+from quantroute.policy.loader import load_policy
 from quantroute.policy.model import Policy
-from quantroute.policy.store import PolicyStore, PolicyStoreError
+from quantroute.policy.store import PolicyStore
 from quantroute.tiers import Tier
 
 log = logging.getLogger(__name__)
@@ -93,6 +98,7 @@ class PolicyHolder:
         self.last_error_version: int | None = None
         self.loaded_at: float | None = None
         self.history: list[tuple[int, float]] = []  # (version, wall time swapped in)
+        self.wanted: int | None = None  # the version the DB or pointer names, when it differs from current
         self._db_seen: int | None = None
         # With a database its stored content is the truth (any host, any directory); the files only mirror it.
         self.store = PolicyStore(policies_dir, engine) if engine is not None else None
@@ -101,15 +107,56 @@ class PolicyHolder:
         self._lock = asyncio.Lock()
 
     def load_initial(self) -> ActivePolicy:
-        """At startup the policy must load: a router with no policy cannot route."""
+        """At startup some policy must load: a router with no policy cannot route. The active version first,
+        then earlier activations newest first (each was a good version once); the first error if none loads."""
         if self.store is not None:
-            v = self._db_version() or self.store.active_version()
+            want = self._db_version() or self.store.active_version()
         else:
-            v = read_pointer(self.policies_dir)
-            if v == 1:
+            want = read_pointer(self.policies_dir)
+            if want == 1:
                 seed_default(self.policies_dir)
-        self._swap(ActivePolicy.build(self._load(v)))
-        return self.current  # type: ignore[return-value]  # the swap above set it
+        first_error: Exception | None = None
+        for v in [want, *self._earlier_activations(want)]:
+            try:
+                active = self._build(v)
+            except Exception as e:  # noqa: BLE001 - any failure: try the next candidate
+                if first_error is None:
+                    first_error = e
+                    self._failed(v, e)
+                continue
+            self._swap(active)
+            if v != want:
+                self.wanted = want
+                log.error("policy version %d cannot load; started on version %d, the newest that does", want, v)
+            return active
+        raise first_error  # type: ignore[misc]
+
+    def _earlier_activations(self, want: int) -> list[int]:
+        if self.engine is None:
+            return []
+        try:
+            with db_session(self.engine) as s:
+                rows = activations(s)
+        except Exception as e:  # noqa: BLE001
+            log.warning("reading policy_activation history failed: %s", e)
+            return []
+        seen: list[int] = []
+        for r in rows:
+            if r.version != want and r.version not in seen:
+                seen.append(r.version)
+        return seen
+
+    def _build(self, version: int) -> ActivePolicy:
+        return ActivePolicy.build(self._load(version))
+
+    def _failed(self, version: int | None, e: Exception) -> None:
+        self.failures += 1
+        self.last_error = str(e) or type(e).__name__
+        self.last_error_version = version
+        log.error("policy version %s rejected, keeping version %s: %s", version,
+                  self.current.version if self.current else None, self.last_error)
+        if self._on_failure:
+            self._on_failure()
 
     def _load(self, version: int) -> Policy:
         if self.store is not None:
@@ -146,19 +193,15 @@ class PolicyHolder:
         """Load and swap in `version` unless it is already active. False (and last good kept) on failure."""
         async with self._lock:
             if self.current is not None and self.current.version == version:
+                self.wanted = None
                 return True
             try:
-                policy = await asyncio.to_thread(self._load, version)
-                active = ActivePolicy.build(policy)
-            except (PolicyValidationError, PolicyStoreError, ValueError, OSError) as e:
-                self.failures += 1
-                self.last_error = str(e)
-                self.last_error_version = version
-                log.error("policy version %s rejected, keeping version %s: %s", version,
-                          self.current.version if self.current else None, e)
-                if self._on_failure:
-                    self._on_failure()
+                active = await asyncio.to_thread(self._build, version)
+            except Exception as e:  # noqa: BLE001 - whatever breaks a load (bad regex, bug) keeps the last good
+                self.wanted = version
+                self._failed(version, e)
                 return False
+            self.wanted = None
             self._swap(active)
             return True
 
@@ -174,11 +217,8 @@ class PolicyHolder:
     async def check_pointer(self) -> None:
         try:
             v = await asyncio.to_thread(read_pointer, self.policies_dir)
-        except ValueError as e:
-            self.failures += 1
-            self.last_error = str(e)
-            if self._on_failure:
-                self._on_failure()
+        except (ValueError, OSError) as e:
+            self._failed(None, e)
             return
         await self.activate(v)
 
@@ -190,19 +230,31 @@ class PolicyHolder:
             if any(Path(p).name == "active" for _, p in changes):
                 await self.check_pointer()
 
-    async def poll_db(self, interval: float) -> None:
+    async def poll_db(self, interval: float, *, max_backoff_s: float = 30.0) -> None:
         """Replicas on other hosts see activations through the DB. Only a *change* of the newest row
-        triggers a load, so a local pointer edit is not undone by an older DB row."""
+        triggers a load, so a local pointer edit is not undone by an older DB row. A DB-named version that
+        failed to load is tried again, every interval doubling up to `max_backoff_s`, until it loads or the
+        DB names another version."""
+        retry_at, backoff = None, interval
         while True:
             await asyncio.sleep(interval)
             prev = self._db_seen
             v = await asyncio.to_thread(self._db_version)
             if v is not None and v != prev:
-                await self.activate(v)
+                retry_at, backoff = None, interval
+                if not await self.activate(v):
+                    retry_at = time.monotonic() + backoff
+            elif self.wanted is not None and self.wanted == self._db_seen and (
+                    retry_at is None or time.monotonic() >= retry_at):
+                if await self.activate(self.wanted):
+                    retry_at, backoff = None, interval
+                else:
+                    backoff = min(backoff * 2, max_backoff_s)
+                    retry_at = time.monotonic() + backoff
 
     def view(self) -> dict:
         cur = self.current
-        return {"version": cur.version if cur else None,
+        return {"version": cur.version if cur else None, "wanted_version": self.wanted,
                 "author": cur.policy.author if cur else None,
                 "message": cur.policy.message if cur else None,
                 "content_hash": cur.policy.content_hash if cur else None,

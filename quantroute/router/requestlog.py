@@ -1,54 +1,93 @@
 """The request log writer: rows are buffered in memory and inserted in batches by a background task.
 
-The request path only appends a tuple to a bounded deque. When the DB is slow or down the buffer fills and
-the oldest-unwritten rows beyond the bound are dropped and counted; a request never waits for the DB.
+The request path only appends a row to a deque bounded in rows and in bytes. When the DB is slow or down the
+buffer fills and new rows beyond the bound are dropped and counted; a request never waits for the DB.
 Each batch also updates the per-minute rollup (request_stats_minute) in the same transaction, so the
-dashboard's long windows read a few thousand rollup rows instead of every logged request."""
+dashboard's long windows read a few thousand rollup rows instead of every logged request.
+
+No row can stop the log. Rows are made storable first (`storable.storable_row`: depth, size, NUL, surrogates).
+A batch that still fails for a reason other than the DB being unreachable is split in halves until the rows
+it refuses are alone; those are dropped, counted by reason and a sample logged, and the rest commit. Only a
+DB that cannot be reached keeps a batch for the next try. Every drop is counted with its reason
+(`quantroute_request_log_dropped_total{reason}`): buffer_full, rejected, shutdown."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from quantroute.db.request_log import RequestLog
 from quantroute.db.request_stats import minute_stats, upsert_minute_stats
+from quantroute.router.storable import storable_row
 
 log = logging.getLogger(__name__)
 
 COLUMNS = ("ts", "request_id", "session_key", "model", "deployment", "node", "tier", "arm", "policy_version",
            "rules", "score", "status", "stream", "latency_ms", "ttft_ms", "prompt_tokens", "completion_tokens",
            "retries", "escalated", "error", "replay")
+ROW_OVERHEAD = 512  # bytes a row costs in memory besides its client-sized parts (body, error)
+
+# The database could not be reached or was busy: the rows are fine, try them again later.
+TRANSIENT = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.DisconnectionError, sa_exc.TimeoutError,
+             OSError)
+
+OnDrop = Callable[[str, int], None]  # (reason, rows)
+
+
+class _Unreachable(Exception):
+    """The DB could not be reached midway; `pending` are the rows not yet stored (in order)."""
+
+    def __init__(self, cause: BaseException, pending: list[dict], written: int, rejected: int) -> None:
+        super().__init__(str(cause))
+        self.pending = pending
+        self.written = written
+        self.rejected = rejected
 
 
 class RequestLogWriter:
     def __init__(self, engine: Engine | None, *, batch_size: int = 500, flush_interval_s: float = 0.5,
-                 max_buffered: int = 20_000, on_drop: Callable[[int], None] | None = None) -> None:
+                 max_buffered: int = 20_000, max_buffered_bytes: int = 64 * 1024 * 1024,
+                 on_drop: OnDrop | None = None) -> None:
         self.engine = engine
         self.batch_size = batch_size
         self.flush_interval_s = flush_interval_s
         self.max_buffered = max_buffered
-        self.buffer: deque[dict] = deque()
+        self.max_buffered_bytes = max_buffered_bytes
+        self.buffer: deque[tuple[dict, int]] = deque()
+        self.buffered_bytes = 0
         self.dropped = 0
+        self.dropped_by_reason: dict[str, int] = {}
         self.written = 0
         self.write_errors = 0
+        self.last_rejected: str | None = None  # a sample of the last row the DB refused, for the operator
         self.on_drop = on_drop
         self._wake = asyncio.Event()
         self._sql: str | None = None
         self._procs: list = []
+        self._prepared_for: Engine | None = None
 
-    def add(self, row: dict) -> None:
-        if len(self.buffer) >= self.max_buffered:
-            self.dropped += 1
-            if self.on_drop:
-                self.on_drop(1)
+    def add(self, row: dict, *, nbytes: int = 0) -> None:
+        """Queue one row; `nbytes` is what the client sized in it (the request body kept for replay)."""
+        size = ROW_OVERHEAD + nbytes
+        if len(self.buffer) >= self.max_buffered or self.buffered_bytes + size > self.max_buffered_bytes:
+            self._drop("buffer_full", 1)
             return
-        self.buffer.append(row)
+        self.buffer.append((row, size))
+        self.buffered_bytes += size
         if len(self.buffer) >= self.batch_size:
             self._wake.set()
+
+    def _drop(self, reason: str, n: int) -> None:
+        self.dropped += n
+        self.dropped_by_reason[reason] = self.dropped_by_reason.get(reason, 0) + n
+        if self.on_drop:
+            self.on_drop(reason, n)
 
     async def run(self) -> None:
         """Background task: flush every interval or when a batch is full."""
@@ -61,41 +100,115 @@ class RequestLogWriter:
             await self.flush()
 
     async def flush(self) -> None:
+        """Write what is buffered. Returns early, rows kept, when the DB cannot be reached."""
         while self.buffer and self.engine is not None:
-            batch = [self.buffer.popleft() for _ in range(min(self.batch_size, len(self.buffer)))]
+            n = min(self.batch_size, len(self.buffer))
+            items = [self.buffer.popleft() for _ in range(n)]
+            self.buffered_bytes -= sum(s for _, s in items)
             try:
-                await asyncio.to_thread(self._insert, batch)
-            except Exception as e:  # noqa: BLE001 - keep the rows for the next try, within the bound
+                written, rejected = await asyncio.to_thread(self._write, [r for r, _ in items])
+            except _Unreachable as e:
                 self.write_errors += 1
-                log.warning("request log write failed (%d rows kept): %s", len(batch), e)
-                room = self.max_buffered - len(self.buffer)
-                keep = batch[:max(room, 0)]
-                lost = len(batch) - len(keep)
-                self.buffer.extendleft(reversed(keep))
-                if lost:
-                    self.dropped += lost
-                    if self.on_drop:
-                        self.on_drop(lost)
+                log.warning("request log write failed, %d rows kept for the next try: %s", len(e.pending), e)
+                # the rows still pending go back in front, in order, as far as the bound allows
+                self.written += e.written
+                if e.rejected:
+                    self._drop("rejected", e.rejected)
+                sizes = {id(r): s for r, s in items}
+                for r in reversed(e.pending):
+                    s = sizes[id(r)]
+                    if len(self.buffer) >= self.max_buffered or self.buffered_bytes + s > self.max_buffered_bytes:
+                        self._drop("buffer_full", 1)
+                        continue
+                    self.buffer.appendleft((r, s))
+                    self.buffered_bytes += s
                 return
-            self.written += len(batch)
+            except Exception:
+                log.exception("request log batch of %d rows could not be prepared; dropped", len(items))
+                self._drop("rejected", len(items))
+                continue
+            self.written += written
+            if rejected:
+                self._drop("rejected", rejected)
+
+    def _write(self, batch: list[dict]) -> tuple[int, int]:
+        """In a worker thread: store `batch`, isolating rows the DB refuses. (written, rejected)."""
+        # The client-controlled originals stay in `batch` (to put back in order on _Unreachable); cleaned copies
+        # are what gets inserted.
+        clean = {id(r): storable_row(r) for r in batch}
+        chunks = [batch]
+        written = rejected = 0
+        while chunks:
+            chunk = chunks.pop()
+            try:
+                self._insert([clean[id(r)] for r in chunk])
+            except TRANSIENT as e:
+                if not self._reachable():
+                    pending = [r for c in [chunk, *reversed(chunks)] for r in c]
+                    raise _Unreachable(e, pending, written, rejected) from None
+                written, rejected, chunks = self._refused(chunk, chunks, e, written, rejected)
+            except Exception as e:  # noqa: BLE001 - any refusal of this chunk's rows is isolated below
+                written, rejected, chunks = self._refused(chunk, chunks, e, written, rejected)
+            else:
+                written += len(chunk)
+        return written, rejected
+
+    def _refused(self, chunk: list[dict], chunks: list[list[dict]], e: Exception, written: int, rejected: int):
+        if len(chunk) == 1:
+            sample = {k: chunk[0].get(k) for k in ("request_id", "model", "status", "error")}
+            self.last_rejected = f"{sample!r}: {type(e).__name__}: {e}"[:1000]
+            log.error("request log row dropped, the database refused it: %s", self.last_rejected)
+            return written, rejected + 1, chunks
+        mid = len(chunk) // 2
+        # popped from the end: push the second half first so rows keep their order
+        return written, rejected, [*chunks, chunk[mid:], chunk[:mid]]
+
+    def _reachable(self) -> bool:
+        """Tells "the DB is down" from "the DB refused these rows" (SQLite reports both as OperationalError)."""
+        try:
+            with self.engine.connect() as conn:  # type: ignore[union-attr]
+                conn.exec_driver_sql("SELECT 1")
+            return True
+        except Exception:  # noqa: BLE001
+            return False
+
+    async def close(self, timeout_s: float = 5.0) -> None:
+        """Shutdown: flush within `timeout_s`; what could not be written is counted as dropped (shutdown)."""
+        deadline = time.monotonic() + timeout_s
+        while self.buffer and self.engine is not None and time.monotonic() < deadline:
+            before = len(self.buffer)
+            try:
+                await asyncio.wait_for(self.flush(), max(deadline - time.monotonic(), 0.01))
+            except (TimeoutError, Exception) as e:  # noqa: BLE001 - counted below
+                log.warning("final request log flush failed: %s", e)
+                break
+            if len(self.buffer) >= before:  # the DB is down: no point waiting for the deadline
+                break
+        if self.buffer:
+            n = len(self.buffer)
+            log.error("request log: %d rows could not be written before shutdown", n)
+            self.buffer.clear()
+            self.buffered_bytes = 0
+            self._drop("shutdown", n)
 
     def _insert(self, batch: list[dict]) -> None:
         # One driver-level executemany with the columns' own bind processors: the same values SQLAlchemy
         # would write, at a fraction of the per-row cost (this thread competes with requests for the GIL).
-        if self._sql is None:
+        if self._prepared_for is not self.engine:  # the statement and bind processors are per dialect
             self._prepare()
         procs = self._procs
         rows = [tuple(p(r.get(c)) if p else r.get(c) for c, p in procs) for r in batch]
         # Aggregated before the transaction opens, so the DB write lock is held only for the two statements;
         # one transaction, so a failed batch (kept and retried) never leaves the rollup counting it.
         stats = minute_stats(batch)
-        with self.engine.begin() as conn:
-            conn.exec_driver_sql(self._sql, rows)
+        with self.engine.begin() as conn:  # type: ignore[union-attr]
+            conn.exec_driver_sql(self._sql, rows)  # type: ignore[arg-type]
             upsert_minute_stats(conn=conn, stats=stats)
 
     def _prepare(self) -> None:
-        dialect = self.engine.dialect
-        table = RequestLog.__table__
+        self._prepared_for = self.engine
+        dialect = self.engine.dialect  # type: ignore[union-attr]
+        table = RequestLog.__table__  # type: ignore[attr-defined]
         # dialect_impl: the generic JSON type has no bind processor for psycopg (a dict would reach the driver
         # as is and fail); PostgreSQL's own JSON type wraps it
         self._procs = [(c, table.c[c].type.dialect_impl(dialect).bind_processor(dialect)) for c in COLUMNS]

@@ -66,10 +66,11 @@ class Pin:
 
 class PinStore:
     def __init__(self, engine: Engine | None, *, touch_interval_s: float = 30.0,
-                 committer: PinCommitter | None = None) -> None:
+                 committer: PinCommitter | None = None, max_cached: int = 200_000) -> None:
         self.engine = engine
         self.committer = committer
         self.touch_interval_s = touch_interval_s
+        self.max_cached = max_cached
         self.cache: dict[str, Pin] = {}
         self.db_errors = 0
         self._bg: set[asyncio.Task] = set()
@@ -98,6 +99,10 @@ class PinStore:
         now, now_m = utcnow(), time.monotonic()
         pin = Pin(key, model, tier, arm, deployment, policy_version, now, now_m + ttl_s, now_m, served_deployment)
         self.cache[key] = pin
+        # Bounded: clients choose session ids. The oldest entry goes; with a DB its next turn claims again and
+        # gets the stored pin back; without one it is lost, so size the bound for the sessions alive in a TTL.
+        while len(self.cache) > self.max_cached:
+            del self.cache[next(iter(self.cache))]
         if self.committer is None:
             return pin
         pin.stored = self.committer.submit({

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from quantroute.router.privacy import DEFAULT_HEADER_ALLOWLIST, PromptStorage
@@ -29,6 +30,10 @@ class RouterSettings(BaseSettings):
     workers: int = Field(default=1, ge=1, description=(
         "Router processes serving one port (use the host's cores); they share pins and the active policy through "
         "the database, as replicas do"))
+    body_read_timeout_s: float = Field(default=30.0, gt=0, description="Longest time to receive a request body; "
+                                       "a client that sends it slower gets a 408 (a slow sender holds a slot)")
+    max_concurrent_requests: int = Field(default=4096, ge=1, description="Completions in progress on this "
+                                         "replica; beyond it a 503 (code overloaded) with Retry-After")
 
     # Fleet state
     probe_interval_s: float = Field(default=1.5, gt=0,
@@ -49,6 +54,12 @@ class RouterSettings(BaseSettings):
         default=120.0, gt=0, description="Longest silence between body chunks once a node sent its headers; then "
         "a stream ends with an error event and a non-streamed request is retried elsewhere or gets a 502")
     retry_after_s: int = Field(default=1, ge=1, description="Retry-After of a 503 when no node has capacity")
+    # TLS to https:// nodes: the system trust store, plus these when set
+    upstream_ca_bundle: Path | None = Field(default=None, description="PEM CA bundle trusted for https:// nodes "
+                                            "besides the system store")
+    upstream_client_cert: Path | None = Field(default=None, description="PEM client certificate (mutual TLS)")
+    upstream_client_key: Path | None = Field(default=None, description="PEM key of the client certificate; "
+                                             "omit when it is in the certificate file")
 
     # Policy reload
     policy_poll_s: float = Field(default=2.0, gt=0, description="How often to read policy_activation from the DB")
@@ -71,12 +82,33 @@ class RouterSettings(BaseSettings):
     log_retention_days: float | None = Field(
         default=30.0, gt=0, description="Delete request-log rows older than this, in the background; unset = keep")
     log_retention_interval_s: float = Field(default=3600.0, gt=0, description="How often retention runs")
+    log_buffer_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1024,
+                                      description="Bound on buffered rows' bytes (bodies kept for replay count)")
 
     pin_touch_interval_s: float = Field(default=30.0, gt=0,
                                         description="A session pin's last_used is written at most this often")
+    pin_cache_max: int = Field(default=200_000, ge=1, description="Session pins cached in memory; the oldest go "
+                               "first past it (a DB-backed pin is read back on its next turn)")
     pin_commit_timeout_s: float = Field(
         default=5.0, gt=0, description="How long a new session's pin may take to be stored (retried meanwhile) "
         "before its request fails with 503: no answer leaves before its pin is durable")
     pin_purge_interval_s: float = Field(default=60.0, gt=0, description="How often to delete expired session pins")
     pin_purge_batch: int = Field(default=1000, ge=1, description="Expired pins deleted per statement")
     pin_purge_max_batches: int = Field(default=20, ge=1, description="Statements per purge run; the rest waits")
+
+    @model_validator(mode="after")
+    def _key_needs_cert(self) -> RouterSettings:
+        if self.upstream_client_key is not None and self.upstream_client_cert is None:
+            raise ValueError("upstream_client_key is set without upstream_client_cert; give both or neither")
+        return self
+
+
+def tls_context(settings: RouterSettings) -> ssl.SSLContext:
+    """The context every connection to an https:// node uses (requests and probes alike)."""
+    ctx = ssl.create_default_context()
+    if settings.upstream_ca_bundle is not None:
+        ctx.load_verify_locations(cafile=str(settings.upstream_ca_bundle))
+    if settings.upstream_client_cert is not None:
+        ctx.load_cert_chain(str(settings.upstream_client_cert),
+                            str(settings.upstream_client_key) if settings.upstream_client_key else None)
+    return ctx

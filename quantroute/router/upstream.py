@@ -8,6 +8,7 @@ an httpx transport get the httpx path (`HttpxUpstream`)."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections import deque
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
@@ -21,7 +22,8 @@ class UpstreamError(Exception):
 
 
 class UpstreamTimeout(UpstreamError):
-    """The node sent its response headers, then nothing for longer than the body read timeout."""
+    """The node sent no response headers in time, or sent them and then nothing for longer than the body read
+    timeout."""
 
 
 class _Conn(asyncio.Protocol):
@@ -142,13 +144,16 @@ class Response:
 
 
 class Pool:
-    """Keep-alive connections to one node."""
+    """Keep-alive connections to one node (TLS for an https:// URL)."""
 
     def __init__(self, base_url: str, connect_timeout: float, max_idle: int = 256,
-                 read_timeout: float | None = None) -> None:
+                 read_timeout: float | None = None, tls: ssl.SSLContext | None = None) -> None:
         u = urlsplit(base_url)
         self.read_timeout = read_timeout
-        self.host, self.port = u.hostname or "127.0.0.1", u.port or 80
+        https = u.scheme == "https"
+        # an https node without a context still gets TLS with the system trust store, never plain HTTP
+        self.tls = (tls or ssl.create_default_context()) if https else None
+        self.host, self.port = u.hostname or "127.0.0.1", u.port or (443 if https else 80)
         self.host_header = (u.netloc or self.host).encode()
         self.prefix = u.path.rstrip("/").encode()
         self.connect_timeout = connect_timeout
@@ -156,10 +161,11 @@ class Pool:
 
     async def _connect(self) -> _Conn:
         loop = asyncio.get_running_loop()
+        tls = {"ssl": self.tls, "server_hostname": self.host} if self.tls is not None else {}
         try:
-            _, conn = await asyncio.wait_for(loop.create_connection(_Conn, self.host, self.port),
+            _, conn = await asyncio.wait_for(loop.create_connection(_Conn, self.host, self.port, **tls),
                                              self.connect_timeout)
-        except (TimeoutError, OSError) as e:
+        except (TimeoutError, OSError) as e:  # ssl.SSLError (a bad certificate) is an OSError
             raise UpstreamError(f"connect to {self.host}:{self.port} failed: {type(e).__name__}: {e}") from None
         return conn
 
@@ -172,18 +178,35 @@ class Pool:
             if conn.closed:
                 continue
             try:
-                await asyncio.wait_for(conn.start(head, body), timeout)
-            except UpstreamError:
+                await self._start(conn, head, body, timeout)
+            except _Stale:
                 # A kept-alive connection the node closed meanwhile: the request never reached it; use a new one.
                 continue
             return Response(self, conn, self.read_timeout)
         conn = await self._connect()
         try:
-            await asyncio.wait_for(conn.start(head, body), timeout)
-        except TimeoutError:
-            conn.transport.close()  # type: ignore[union-attr]  # connected: the transport exists
-            raise UpstreamError("node sent no response headers in time") from None
+            await self._start(conn, head, body, timeout)
+        except _Stale as e:
+            raise UpstreamError(str(e)) from None
         return Response(self, conn, self.read_timeout)
+
+    @staticmethod
+    async def _start(conn: _Conn, head: bytes, body: bytes, timeout: float) -> None:
+        """Send the request and wait for the response headers. Whatever ends the wait early (the node's timeout,
+        the client going away: a cancellation) closes the connection, so the node sees the request aborted
+        and frees its slot; a closed connection is never reused."""
+        try:
+            await asyncio.wait_for(conn.start(head, body), timeout)
+        except UpstreamError as e:
+            if conn.transport is not None:
+                conn.transport.close()
+            raise _Stale(str(e)) from None
+        except TimeoutError:
+            conn.transport.close()  # type: ignore[union-attr]
+            raise UpstreamTimeout(f"node sent no response headers within {timeout:g}s") from None
+        except BaseException:
+            conn.transport.close()  # type: ignore[union-attr]
+            raise
 
     def close(self) -> None:
         while self.idle:
@@ -192,19 +215,26 @@ class Pool:
                 c.transport.close()
 
 
+class _Stale(Exception):
+    """The connection broke before any response byte: on a kept-alive one, the request can go on a fresh one."""
+
+
 class FastUpstream:
     """`timeout`: wait for response headers; `read_timeout`: longest silence between body chunks after them."""
 
-    def __init__(self, *, connect_timeout: float, timeout: float, read_timeout: float | None = None) -> None:
+    def __init__(self, *, connect_timeout: float, timeout: float, read_timeout: float | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.connect_timeout = connect_timeout
         self.timeout = timeout
         self.read_timeout = read_timeout
+        self.tls = tls
         self.pools: dict[str, Pool] = {}
 
     async def post(self, base_url: str, path: str, body: bytes, headers: list[tuple[bytes, bytes]]) -> Response:
         pool = self.pools.get(base_url)
         if pool is None:
-            pool = self.pools[base_url] = Pool(base_url, self.connect_timeout, read_timeout=self.read_timeout)
+            pool = self.pools[base_url] = Pool(base_url, self.connect_timeout, read_timeout=self.read_timeout,
+                                               tls=self.tls)
         return await pool.post(path.encode(), body, headers, self.timeout)
 
     async def aclose(self) -> None:

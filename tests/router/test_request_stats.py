@@ -76,6 +76,7 @@ def test_writer_keeps_rollup_equal_to_group_by(engine):
 
 
 def test_failed_batch_leaves_rollup_untouched(engine):
+    """The failed batch is split until the bad row is alone: the rollup counts exactly the rows that committed."""
     writer = RequestLogWriter(engine, batch_size=50)
     for r in make_rows(20, seed=3):
         writer.add(r)
@@ -85,9 +86,9 @@ def test_failed_batch_leaves_rollup_untouched(engine):
     for r in bad:
         writer.add(r)
     asyncio.run(writer.flush())
-    assert writer.write_errors == 1 and len(writer.buffer) == 10  # kept for the next try
+    assert writer.dropped_by_reason == {"rejected": 1} and not writer.buffer and writer.written == 29
     with engine.connect() as c:
-        assert c.execute(text("SELECT SUM(requests) FROM request_stats_minute")).scalar_one() == 20
+        assert c.execute(text("SELECT SUM(requests) FROM request_stats_minute")).scalar_one() == 29
     assert_rollup_matches_log(engine)
 
 

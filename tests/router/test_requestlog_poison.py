@@ -1,0 +1,103 @@
+"""No row can stop the request log: rows are made storable before they are queued (depth, size, NUL, lone
+surrogates), a batch the DB refuses is split until the bad rows are isolated and dropped with a counted reason,
+the buffer is bounded in bytes, and shutdown flushes or counts what it drops. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import create_engine
+from sqlmodel import select
+
+from quantroute.db.audit import utcnow
+from quantroute.db.engine import session as db_session
+from quantroute.db.request_log import RequestLog
+from quantroute.router.requestlog import RequestLogWriter
+
+
+def row(request_id: str, **over) -> dict:
+    base = {"ts": utcnow(), "request_id": request_id, "session_key": None, "model": "llama3-8b", "deployment": None,
+            "node": None, "tier": None, "arm": None, "policy_version": None, "rules": [], "score": None,
+            "status": 404, "stream": False, "latency_ms": 1.0, "ttft_ms": None, "prompt_tokens": None,
+            "completion_tokens": None, "retries": 0, "escalated": False, "error": None, "replay": None}
+    base.update(over)
+    return base
+
+
+def nested(depth: int):
+    v: list = []
+    for _ in range(depth):
+        v = [v]
+    return v
+
+
+class Drops:
+    def __init__(self) -> None:
+        self.by_reason: dict[str, int] = {}
+
+    def __call__(self, reason: str, n: int) -> None:
+        self.by_reason[reason] = self.by_reason.get(reason, 0) + n
+
+
+def stored(engine) -> dict[str, RequestLog]:
+    with db_session(engine) as s:
+        return {r.request_id: r for r in s.exec(select(RequestLog))}
+
+
+def test_deep_json_and_nul_text_are_stored_not_retried_forever(engine):
+    """Every hostile row becomes storable, so all of them and the good rows after them commit."""
+    writer = RequestLogWriter(engine, batch_size=50)
+    writer.add(row("good-1", status=200))
+    writer.add(row("deep", replay={"body": {"model": "x", "messages": nested(1000)}, "headers": {}}))
+    writer.add(row("nul-model", model="llama\x003-8b", error="no model 'llama\x00'"))
+    writer.add(row("nul-json", replay={"body": {"model": "m", "messages": [{"role": "user", "content": "a\x00b"}]},
+                                        "headers": {"x-k\x00": "v\x00"}}))
+    writer.add(row("surrogate", model="m\ud800", replay={"body": {"s": "\udfff"}, "headers": {}}))
+    writer.add(row("good-2", status=200))
+    asyncio.run(writer.flush())
+    got = stored(engine)
+    assert set(got) == {"good-1", "deep", "nul-model", "nul-json", "surrogate", "good-2"}
+    assert writer.written == 6 and not writer.buffer
+    assert "\x00" not in got["nul-model"].model and got["nul-model"].model.startswith("llama")
+    assert "\x00" not in got["nul-json"].replay["body"]["messages"][0]["content"]
+    depth, v = 0, got["deep"].replay["body"]["messages"]
+    while isinstance(v, list) and v:
+        v, depth = v[0], depth + 1
+    assert depth < 100  # cut at the writer's bound, and says so
+    assert got["deep"].replay.get("truncated") is True
+
+
+def test_a_row_the_db_refuses_is_isolated_and_counted(engine):
+    """A row the DB refuses for a reason the writer cannot fix (here NOT NULL) costs that row only."""
+    drops = Drops()
+    writer = RequestLogWriter(engine, batch_size=50, on_drop=drops)
+    for i in range(9):
+        writer.add(row(f"ok-{i}"))
+        if i == 4:
+            writer.add(row("bad", latency_ms=None))
+    asyncio.run(writer.flush())
+    assert set(stored(engine)) == {f"ok-{i}" for i in range(9)}
+    assert drops.by_reason == {"rejected": 1}
+    assert writer.written == 9 and not writer.buffer
+    assert writer.last_rejected is not None and "bad" in writer.last_rejected
+
+
+def test_buffer_is_bounded_in_bytes():
+    drops = Drops()
+    writer = RequestLogWriter(None, max_buffered=1000, max_buffered_bytes=10_000, on_drop=drops)
+    for i in range(3):
+        writer.add(row(f"r{i}"), nbytes=4000)
+    assert len(writer.buffer) == 2 and drops.by_reason == {"buffer_full": 1}
+    assert writer.buffered_bytes <= 10_000
+
+
+def test_db_down_keeps_rows_and_shutdown_counts_what_it_could_not_write(tmp_path):
+    drops = Drops()
+    down = create_engine(f"sqlite:///{tmp_path}/missing-dir/x.db")  # cannot be opened: like a DB that is down
+    writer = RequestLogWriter(down, batch_size=10, on_drop=drops)
+    for i in range(5):
+        writer.add(row(f"r{i}"))
+    asyncio.run(writer.flush())
+    assert len(writer.buffer) == 5 and drops.by_reason == {}  # kept for the next try, not dropped
+    asyncio.run(writer.close(timeout_s=0.5))
+    assert drops.by_reason == {"shutdown": 5} and not writer.buffer
