@@ -30,9 +30,6 @@ class NodeRow(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow, index=True)
     state: str = Field(default="active", sa_column_kwargs={"server_default": "active"})  # NODE_STATES
 
-
-NODE_STATES = ("active", "draining", "removed")
-
     @classmethod
     def from_identity(cls, node: NodeIdentity, *, generation: int, generation_started: datetime,
                       state: str = "active") -> NodeRow:
@@ -41,6 +38,9 @@ NODE_STATES = ("active", "draining", "removed")
 
     def identity(self) -> NodeIdentity:
         return NodeIdentity(url=self.url, node_id=self.key, **self.model_dump(include=set(SERVED_FIELDS)))
+
+
+NODE_STATES = ("active", "draining", "removed")
 
 
 def upsert_node(*, session: Session, row: NodeRow) -> NodeRow:
