@@ -23,24 +23,31 @@ def settle(app, db_url: str, load: Load) -> None:
              timeout=30)
 
 
+def write_version(policies, v: int) -> None:
+    if v % 4:
+        write_policy(policies, v, activate=False)
+        return
+    data = policy_data(v)
+    data["rules"][0]["when"] = {"keywords": {"regex": ["(?i)code", "python"]}}
+    (policies / f"policy-{v:04d}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+
+
 def test_hundred_activations_under_load_some_invalid(make_settings, policies):
-    """Every fourth version cannot load (its regexes only fail joined; written by hand, past validation)."""
-    for v in range(2, 102):
-        if v % 4:
-            write_policy(policies, v, activate=False)
-            continue
-        data = policy_data(v)
-        data["rules"][0]["when"] = {"keywords": {"regex": ["(?i)code", "python"]}}
-        (policies / f"policy-{v:04d}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    """Every fourth version cannot load (its regexes only fail joined; written by hand, past validation). Each
+    file is written just before its activation and removed after (a stored version loads from the DB; the
+    router imports the directory's new files on a pointer change, so a full directory would be re-read 100
+    times)."""
     settings = make_settings(policy_poll_s=60)
     with router_at(settings) as (url, app), Load(url, prefix="act") as load:
         for v in range(2, 102):
+            write_version(policies, v)
             failures = app.holder.failures
             activate_pointer(policies, v)
             if v % 4 == 0:
-                wait_for(lambda: app.holder.failures > failures, f"version {v} refused")
+                wait_for(lambda: app.holder.failures > failures, f"version {v} refused", timeout=30)
             else:
-                wait_for(lambda: app.holder.current.version == v, f"version {v} active")
+                wait_for(lambda: app.holder.current.version == v, f"version {v} active", timeout=30)
+            (policies / f"policy-{v:04d}.yaml").unlink()
     assert app.holder.failures == 25 and app.holder.current.version == 101
     assert set(load.statuses) == {200}, load.statuses
     settle(app, settings.db_url, load)
