@@ -264,6 +264,9 @@ def main() -> None:
         port = free_port()
         env = {**os.environ, "QUANTROUTE_ROUTER_PROBE_INTERVAL_S": "0.5", "QUANTROUTE_ROUTER_POLICY_POLL_S": "1",
                "PGAPPNAME": "quantroute-soak"}
+        # the schema is upgraded once, before any router starts (routers refuse a database without it)
+        subprocess.run([sys.executable, "-m", "quantroute.cli.main", "db", "upgrade", "--db", db.url], check=True,
+                       env=env, stdout=subprocess.DEVNULL)
         router = subprocess.Popen([sys.executable, "-m", "quantroute.cli.main", "router", "--policies", str(policies),
                                    "--fleet", str(fleet_file), "--db", db.url, "--port", str(port),
                                    "--admin-token", TOKEN, "--log-level", "error"], env=env)
