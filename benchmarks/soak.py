@@ -69,7 +69,8 @@ def deep(depth: int) -> bytes:
 
 
 HOSTILE = [("deep_json", deep(1000)), ("nul_model", b'{"model": "llama\\u00003-8b", "messages": []}'),
-           ("nul_text", b'{"model": "llama3-8b", "max_tokens": 4, "messages": [{"role": "user", "content": "a\\u0000b"}]}'),
+           ("nul_text", b'{"model": "llama3-8b", "max_tokens": 4, '
+                        b'"messages": [{"role": "user", "content": "a\\u0000b"}]}'),
            ("not_json", b"{not json")]
 
 

@@ -81,7 +81,8 @@ class Node:
                 "tier": self.tier.value, "format": self.format, "method": self.method, "checksum": self.checksum,
                 "hardware": self.hardware, "vram_gb": self.vram_gb, "speed": self.speed,
                 "generation": self.generation, "generation_started": self.generation_started.isoformat(),
-                "healthy": self.healthy, "draining": self.draining, "consecutive_failures": self.failures, "inflight": self.inflight,
+                "healthy": self.healthy, "draining": self.draining, "consecutive_failures": self.failures,
+                "inflight": self.inflight,
                 "waiting": self.waiting, "running": self.running, "kv_usage": self.kv_usage,
                 "last_error": self.last_error}
 

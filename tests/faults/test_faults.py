@@ -44,9 +44,9 @@ def test_hundred_activations_under_load_some_invalid(make_settings, policies):
             failures = app.holder.failures
             activate_pointer(policies, v)
             if v % 4 == 0:
-                wait_for(lambda: app.holder.failures > failures, f"version {v} refused", timeout=30)
+                wait_for(lambda f=failures: app.holder.failures > f, f"version {v} refused", timeout=30)
             else:
-                wait_for(lambda: app.holder.current.version == v, f"version {v} active", timeout=30)
+                wait_for(lambda v=v: app.holder.current.version == v, f"version {v} active", timeout=30)
             (policies / f"policy-{v:04d}.yaml").unlink()
     assert app.holder.failures == 25 and app.holder.current.version == 101
     assert set(load.statuses) == {200}, load.statuses
