@@ -23,8 +23,8 @@ import tempfile
 import time
 from datetime import timedelta
 
+from dashboard import queries
 from quantroute.clock import utcnow
-from quantroute.dashboard import queries
 from quantroute.db import request_log
 from quantroute.db.engine import init_db, make_engine
 from quantroute.router import requestlog

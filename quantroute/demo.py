@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import secrets
@@ -36,7 +37,10 @@ import yaml
 from quantroute.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
-DASHBOARD_APP = Path(__file__).resolve().parent / "dashboard" / "app.py"
+# The dashboard is the top-level package `dashboard` (beside quantroute in a checkout and in the wheel); found by
+# spec rather than imported, so the library never imports the entry point above it.
+_DASHBOARD_SPEC = importlib.util.find_spec("dashboard.app")
+DASHBOARD_APP = Path(_DASHBOARD_SPEC.origin) if _DASHBOARD_SPEC and _DASHBOARD_SPEC.origin else Path("dashboard/app.py")
 # The demo canary's guards, sized to the demo's traffic (~12 int4 requests/s, ~1 new int4 session/s of a few
 # turns each): at 1 % of new sessions a three-minute window holds about ten candidate requests (measured: 12 in
 # 3.5 min), so 5 are enough to judge and the canary walks 1 -> 5 -> 10 % in a few minutes when healthy. The

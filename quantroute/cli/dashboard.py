@@ -8,14 +8,14 @@ from importlib.util import find_spec
 
 import click
 
-# option -> the dashboard setting it fills (quantroute/dashboard/settings.py reads QUANTROUTE_DASHBOARD_* variables)
+# option -> the dashboard setting it fills (dashboard/settings.py reads QUANTROUTE_DASHBOARD_* variables)
 SETTING_OPTIONS = {"db_url": "DB_URL", "policies_dir": "POLICIES_DIR", "router_url": "ROUTER_URL",
                    "admin_token": "ADMIN_TOKEN"}
 
 
 def app_path() -> str:
     """The installed dashboard entry script, wherever the package lives."""
-    spec = find_spec("quantroute.dashboard.app")
+    spec = find_spec("dashboard.app")
     if spec is None or spec.origin is None:
         raise click.ClickException("the dashboard package is not installed alongside quantroute")
     return spec.origin

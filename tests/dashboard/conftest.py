@@ -21,7 +21,7 @@ from quantroute.db.session_pin import SessionPin
 from quantroute.db.user import User, create_user
 
 REPO = Path(__file__).resolve().parents[2]
-APP = str(REPO / "quantroute" / "dashboard" / "app.py")
+APP = str(REPO / "dashboard" / "app.py")
 PASSWORD = "pw-for-tests"
 USERS = {"olivia": "operator", "rahul": "reviewer", "ana": "analyst"}
 
@@ -75,7 +75,7 @@ def stack(tmp_path: Path, monkeypatch):
 # Page helpers shared by the dashboard tests.
 def page(module: str, name: str, role: str) -> AppTest:
     at = AppTest.from_string(f"""
-from quantroute.dashboard.pages import {module}
+from dashboard.pages import {module}
 {module}.render()
 """, default_timeout=60)
     at.session_state["user"] = {"name": name, "role": role}

@@ -8,7 +8,7 @@ from datetime import UTC
 import pytest
 from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
 
-from quantroute.dashboard.pages import fleet
+from dashboard.pages import fleet
 from tests.dashboard.conftest import page
 
 
@@ -51,7 +51,7 @@ def test_live_on_renders_the_fleet_state_as_a_refreshing_fragment(stack, auto_re
 def test_only_a_new_generation_shows_a_quiescence_deadline():
     from datetime import datetime
 
-    from quantroute.dashboard.pages.fleet import nodes_frame
+    from dashboard.pages.fleet import nodes_frame
 
     now = datetime.now(UTC).isoformat()
     node = {"key": "n", "deployment": "d", "tier": "int4", "hardware": "a100-80g", "healthy": True,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard import actions, queries
 from quantroute.auth import PermissionDenied
-from quantroute.dashboard import actions, queries
 from quantroute.db.engine import session
 from quantroute.db.user import update_user
 from quantroute.policy.loader import policy_to_data, validate_data
@@ -91,7 +91,7 @@ def test_invalid_draft_shows_issue_with_path(stack):
 
 def test_what_if_replay_counts_changes_and_causes(stack):
     engine, policies = stack
-    from quantroute.dashboard.pages.policy import replay_summary
+    from dashboard.pages.policy import replay_summary
 
     active = PolicyStore(policies, engine).active()
     data = policy_to_data(active)
@@ -119,7 +119,7 @@ def test_fleet_queries_aggregate(stack):
 def test_composition_warning():
     import pandas as pd
 
-    from quantroute.dashboard.pages.fleet import composition_warning
+    from dashboard.pages.fleet import composition_warning
 
     share = pd.DataFrame({"tier": ["fp16", "int4"], "share": [0.8, 0.2]})
     assert "fleet-composition" in composition_warning(share, "fp16", 0.7)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from quantroute.dashboard import policy_form
+from dashboard import policy_form
 from tests.dashboard.conftest import page
 
 

@@ -11,8 +11,8 @@ from datetime import timedelta
 import pandas as pd
 import pytest
 
+from dashboard import queries
 from quantroute.clock import utcnow
-from quantroute.dashboard import queries
 from quantroute.router.requestlog import RequestLogWriter
 
 

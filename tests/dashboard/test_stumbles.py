@@ -9,7 +9,7 @@ import re
 import pandas as pd
 import pytest
 
-from quantroute.dashboard import actions, queries
+from dashboard import actions, queries
 from quantroute.db.engine import session
 from quantroute.db.node import NodeRow, upsert_node
 from quantroute.policy.loader import policy_to_data, validate_data
@@ -117,7 +117,7 @@ def test_a_refused_rollout_action_says_why_in_one_sentence_and_is_audited(stack)
 
 
 def test_guard_verdict_reads_as_a_sentence():
-    from quantroute.dashboard.pages.rollouts import guard_sentence
+    from dashboard.pages.rollouts import guard_sentence
     from quantroute.rollout.guards import GuardVerdict
 
     v = GuardVerdict(status="pass", summary="pass (candidate 60, baseline 300 requests): errors 0.0% vs 0.3%")
@@ -185,7 +185,7 @@ def test_diff_shows_a_threshold_change_as_one_row_without_yaml_end_markers(stack
 
 
 def test_diff_values_read_as_values():
-    from quantroute.dashboard.pages.policy import value_text
+    from dashboard.pages.policy import value_text
 
     assert value_text(-2.0) == "-2" and value_text(6.5) == "6.5" and value_text(True) == "yes"
     assert value_text({"max": 0.2}) == "{max: 0.2}" and value_text(None) == ""
@@ -204,7 +204,7 @@ def test_analyst_sees_a_read_only_note_and_no_edit_or_save_actions(stack):
 
 
 def test_what_if_chart_gets_a_bar_per_rule_and_room_for_its_names():
-    from quantroute.dashboard import charts
+    from dashboard import charts
 
     causes = pd.DataFrame({"rule": ["greedy-structured", "long-output", "high-priority"], "requests": [40, 7, 1]})
     spec = charts.replay_causes(causes).to_dict()
@@ -216,7 +216,7 @@ def test_what_if_chart_gets_a_bar_per_rule_and_room_for_its_names():
 # ---- 5. Fleet --------------------------------------------------------------------------------------------
 
 def test_fleet_charts_share_the_window_and_read_in_human_units(stack):
-    from quantroute.dashboard import charts
+    from dashboard import charts
 
     engine, _ = stack
     ts = queries.tier_timeseries(engine, window_s=900, bucket_s=15)
@@ -235,7 +235,7 @@ def test_fleet_charts_share_the_window_and_read_in_human_units(stack):
 
 
 def test_every_tier_is_named_and_labelled_in_the_share_chart_in_fidelity_order():
-    from quantroute.dashboard import charts
+    from dashboard import charts
 
     share = pd.DataFrame({"tier": ["int4", "fp16"], "requests": [30, 10], "share": [0.75, 0.25]})
     full = charts.share_frame(share)
@@ -245,7 +245,7 @@ def test_every_tier_is_named_and_labelled_in_the_share_chart_in_fidelity_order()
 
 
 def test_fleet_page_tables_custom_window_and_queue_history(stack):
-    from quantroute.dashboard.pages import fleet
+    from dashboard.pages import fleet
 
     at = page("fleet", "olivia", "operator")
     assert len(at.get("vega_lite_chart")) >= 6  # rps, tokens/s, error rate, latency, TTFT, share
@@ -262,7 +262,7 @@ def test_fleet_page_tables_custom_window_and_queue_history(stack):
 
 
 def test_queue_history_outlives_a_reload():
-    from quantroute.dashboard.data import QueueHistory
+    from dashboard.data import QueueHistory
 
     h = QueueHistory()
     t0 = pd.Timestamp.now(tz="UTC")
@@ -277,7 +277,7 @@ def test_queue_history_outlives_a_reload():
 # ---- 8. Evals ----------------------------------------------------------------------------------------------
 
 def test_ci_badge_arrow_follows_the_sign():
-    from quantroute.dashboard.pages.evals import overall_metric
+    from dashboard.pages.evals import overall_metric
 
     _, value, delta = overall_metric({"cand_rate": 0.8, "delta": -0.05, "ci_low": -0.09, "ci_high": -0.01})
     assert value == "80.0%" and delta.startswith("-5.0 pts")  # Streamlit draws a down arrow
@@ -286,7 +286,7 @@ def test_ci_badge_arrow_follows_the_sign():
 
 
 def test_eval_error_bars_have_one_axis_title():
-    from quantroute.dashboard import charts
+    from dashboard import charts
 
     report = {"overall": {"name": "overall", "n": 10, "base_rate": 0.9, "cand_rate": 0.8},
               "categories": [{"name": "math", "n": 5, "base_rate": 1.0, "cand_rate": 0.6}]}
@@ -296,7 +296,7 @@ def test_eval_error_bars_have_one_axis_title():
 
 
 def test_two_run_comparison_frames():
-    from quantroute.dashboard.pages.evals import comparison_frame, flips_frame
+    from dashboard.pages.evals import comparison_frame, flips_frame
 
     def view(d_math: float) -> dict:
         return {"report": {"overall": {"name": "overall", "n": 4, "cand_rate": 0.5, "delta": d_math / 2},
@@ -356,7 +356,7 @@ def test_requests_routed_by_a_pin_are_counted(stack):
 # ---- 6/12. human timestamps, CSV downloads, spinners ------------------------------------------------------
 
 def test_human_values():
-    from quantroute.dashboard import fmt
+    from dashboard import fmt
 
     assert fmt.when("2026-11-30T09:51:01.217072Z") == "2026-11-30 09:51:01 UTC"
     assert fmt.pct(0.0) == "0 %" and fmt.pct(2.5) == "2.5 %" and fmt.pct(None) == "–"
@@ -368,7 +368,7 @@ def test_human_values():
 def test_cached_queries_show_a_spinner():
     import inspect
 
-    from quantroute.dashboard import data
+    from dashboard import data
 
     src = inspect.getsource(data)
     assert "show_spinner=False)\ndef tier_timeseries" not in src

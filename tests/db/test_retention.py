@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
+from dashboard import queries
 from quantroute.cli.main import cli
 from quantroute.clock import utcnow
-from quantroute.dashboard import queries
 from quantroute.db import request_log
 from quantroute.db.audit import AuditEvent
 from quantroute.db.engine import session as db_session

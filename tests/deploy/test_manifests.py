@@ -12,8 +12,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from dashboard.settings import DashboardSettings
 from quantroute.cli.main import COMMANDS, cli
-from quantroute.dashboard.settings import DashboardSettings
 from quantroute.fleet import load_fleet, parse_fleet
 from quantroute.router.settings import RouterSettings
 from tests.conftest import REPO

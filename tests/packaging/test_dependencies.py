@@ -1,5 +1,5 @@
-"""Runtime dependencies match runtime imports: every third-party module that code under quantroute/ imports (at the
-top or lazily) comes from a distribution the wheel declares, and an optional one only behind its extra."""
+"""Runtime dependencies match runtime imports: every third-party module that code under quantroute/ and dashboard/
+imports (at the top or lazily) comes from a distribution the wheel declares; an optional one only behind its extra."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def declared() -> tuple[set[str], dict[str, set[str]]]:
 def third_party_imports() -> dict[str, set[str]]:
     """top-level module -> the files importing it."""
     out: dict[str, set[str]] = {}
-    for path in (REPO / "quantroute").rglob("*.py"):
+    for path in [*(REPO / "quantroute").rglob("*.py"), *(REPO / "dashboard").rglob("*.py")]:
         if "migrations" in path.parts or str(path.relative_to(REPO)) in OWN_VENV:
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -42,7 +42,7 @@ def third_party_imports() -> dict[str, set[str]]:
                      else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
             for name in names:
                 top = name.split(".")[0]
-                if top != "quantroute" and top not in sys.stdlib_module_names:
+                if top not in ("quantroute", "dashboard") and top not in sys.stdlib_module_names:
                     out.setdefault(top, set()).add(str(path.relative_to(REPO)))
     return out
 

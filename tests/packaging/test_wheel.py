@@ -56,7 +56,7 @@ def installed(tmp_path_factory) -> dict:
 
 def test_wheel_holds_the_dashboard_the_reference_data_and_the_migrations(installed):
     names = set(zipfile.ZipFile(installed["wheel"]).namelist())
-    for expected in ("quantroute/dashboard/app.py", "quantroute/dashboard/pages/fleet.py",
+    for expected in ("dashboard/app.py", "dashboard/pages/fleet.py",
                      "quantroute/data/hardware.yaml",
                      "quantroute/data/models.yaml", "quantroute/data/quality.yaml", "quantroute/data/fleet.yaml",
                      "quantroute/data/default-policy.yaml", "quantroute/data/evals/golden.jsonl",

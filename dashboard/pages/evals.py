@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from quantroute.dashboard import actions, charts, data, fmt, ui
+from dashboard import actions, charts, data, fmt, ui
 
 _RATE = st.column_config.NumberColumn(format="percent")
 _PTS = st.column_config.NumberColumn(format="%+.1f")

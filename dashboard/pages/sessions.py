@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from dashboard import actions, data, fmt, ui
 from quantroute.admin_client import counter_by_label
-from quantroute.dashboard import actions, data, fmt, ui
 
 
 def filter_pins(pins: pd.DataFrame, *, search: str = "", tiers: list[str] | None = None,

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from quantroute.dashboard import data, fmt, ui
+from dashboard import data, fmt, ui
 
 
 def _detail(d) -> dict:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from dashboard import charts, ui
 from quantroute import capacity as cap
 from quantroute.catalog import load_hardware, load_models
-from quantroute.dashboard import charts, ui
 
 
 def plan_frame(shape: cap.ModelShape, gpu: cap.GpuSpec, *, context: int, concurrency: int,

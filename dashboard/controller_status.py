@@ -15,8 +15,8 @@ import streamlit as st
 from sqlalchemy import func
 from sqlmodel import select
 
+from dashboard import data
 from quantroute.controller.loop import leader_status
-from quantroute.dashboard import data
 from quantroute.db import notification as outbox
 from quantroute.db import rollout as rdb
 from quantroute.db.audit import utcnow

@@ -11,9 +11,9 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from dashboard import queries
+from dashboard.settings import DashboardSettings
 from quantroute.admin_client import RouterAdmin, RouterUnavailable
-from quantroute.dashboard import queries
-from quantroute.dashboard.settings import DashboardSettings
 from quantroute.policy.store import PolicyStore
 
 TTL_S = 5

@@ -1,14 +1,14 @@
-"""Dashboard entry: login, then navigation. Each page is a module in quantroute/dashboard/pages/ exposing render().
+"""Dashboard entry: login, then navigation. Each page is a module in dashboard/pages/ exposing render().
 
-    streamlit run quantroute/dashboard/app.py      (settings: QUANTROUTE_DASHBOARD_* environment variables)
+    streamlit run dashboard/app.py      (settings: QUANTROUTE_DASHBOARD_* environment variables)
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from quantroute.dashboard import login
-from quantroute.dashboard.pages import audit, capacity, evals, fleet, policy, rollouts, sessions
+from dashboard import login
+from dashboard.pages import audit, capacity, evals, fleet, policy, rollouts, sessions
 
 st.set_page_config(page_title="quantroute", layout="wide")
 # No "Deploy" button or developer menu for operators, reviewers and analysts, however the app is started

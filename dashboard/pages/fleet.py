@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import streamlit as st
 
-from quantroute.dashboard import charts, data, fmt, ui
+from dashboard import charts, data, fmt, ui
 
 # label -> (window s, bucket s); buckets of whole minutes above 30 min, so those windows read the rollup
 WINDOWS = {"5 min": (300, 5), "15 min": (900, 15), "1 h": (3600, 60), "6 h": (21600, 300), "24 h": (86400, 900)}

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard import data
 from quantroute.auth import AuthError, authenticate, oidc_email
-from quantroute.dashboard import data
 from quantroute.db.engine import session as open_session
 from quantroute.db.user import get_user
 

@@ -11,8 +11,8 @@ import pandas as pd
 import streamlit as st
 import yaml
 
+from dashboard import actions, charts, data, fmt, policy_form, ui
 from quantroute import yamlsafe
-from quantroute.dashboard import actions, charts, data, fmt, policy_form, ui
 from quantroute.policy.diff import diff_policies
 from quantroute.policy.loader import Issue, PolicyValidationError, parse_policy, policy_to_data, validate_data
 from quantroute.policy.model import Policy

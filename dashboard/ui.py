@@ -46,7 +46,7 @@ def run_action(fn: Callable[..., Any], *args: Any, done: Callable[[Any], str], f
     """Run a write; keep for the next run a one-sentence outcome: `done(result)` on success, or the refusal's
     reason (it names the field or the rule that refused) after "Could not <failed>". Returns the result, or
     None when it failed."""
-    from quantroute.dashboard import data
+    from dashboard import data
 
     try:
         result = fn(*args, **kwargs)

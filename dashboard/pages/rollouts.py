@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from quantroute.dashboard import actions, charts, controller_status, data, fmt, ui
+from dashboard import actions, charts, controller_status, data, fmt, ui
 from quantroute.rollout.checklist import BY_KEY
 
 GUARD_WINDOW_S = 1800

@@ -1,0 +1,1 @@
+"""The quantroute dashboard (Streamlit). Entry script: dashboard/app.py."""

@@ -1,1 +1,0 @@
-"""The quantroute dashboard (Streamlit). Entry script: quantroute/dashboard/app.py."""
