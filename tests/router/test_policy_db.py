@@ -12,6 +12,7 @@ import yaml
 from quantroute.db.engine import make_engine
 from quantroute.policy.loader import parse_policy
 from quantroute.policy.store import PolicyStore
+from tests.conftest import add_users
 from tests.router.conftest import TOLERANT, chat, policy_data, router_at, write_policy
 
 pytestmark = pytest.mark.postgres
@@ -39,6 +40,7 @@ def test_two_routers_with_different_directories_follow_the_same_activations(make
         assert (dir_b / "policy-0001.yaml").read_text() == (dir_a / "policy-0001.yaml").read_text()  # mirrored
 
         # an operator elsewhere writes version 2 (int8 threshold lowered: "hi" now goes to int8), approves, activates
+        add_users(engine, olga="operator", rex="reviewer")  # the store checks the actors' roles itself
         store = PolicyStore(laptop, engine)
         v2 = parse_policy(yaml.safe_dump(policy_data(2, thresholds=[{"min_score": 6, "tier": "fp16"},
                                                                       {"min_score": -5, "tier": "int8"}])))
