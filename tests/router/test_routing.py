@@ -20,6 +20,7 @@ from tests.router.conftest import (
     chat,
     router_at,
     set_faults,
+    write_policy,
 )
 
 HEADERS = ("x-quantroute-tier", "x-quantroute-deployment", "x-quantroute-node", "x-quantroute-policy-version",
@@ -179,8 +180,11 @@ def test_sensitive_request_never_goes_to_a_lower_tier(make_settings):
         assert r.status_code == 503 and r.headers["retry-after"] == "1"  # never int8 or int4
 
 
-def test_pinned_session_waits_for_capacity_then_is_served(make_settings):
-    with router_at(make_settings(node_max_inflight=1, probe_interval_s=600)) as (url, app):
+def test_pinned_session_waits_for_capacity_then_is_served(make_settings, tmp_path):
+    # a wait budget far above the test's own polling: on a loaded machine 300 ms passed before the node was freed
+    policies = tmp_path / "policies-long-wait"
+    write_policy(policies, 1, sessions={"affinity": True, "ttl_s": 600, "max_wait_ms": 20000, "quiescence_s": 60})
+    with router_at(make_settings(policies_dir=policies, node_max_inflight=1, probe_interval_s=600)) as (url, app):
         first = chat(url, TOLERANT, session="s-wait")
         assert first.headers["x-quantroute-tier"] == "int4"
         # the session stays on its deployment (artifact): free a node of that one
