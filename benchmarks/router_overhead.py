@@ -34,6 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from quantroute.ports import free_port
+from support.peers import stop
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -136,16 +137,6 @@ def start(cmd: list[str], env=None, log: Path | None = None) -> subprocess.Popen
     finally:
         if log is not None:
             out.close()  # type: ignore[union-attr]  # opened above for the router's output
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 class Bench:
