@@ -328,7 +328,8 @@ def demo_stack(runtime: Path, *, dashboard: bool = True, dashboard_port: int | N
             stack.procs["controller"] = _spawn("controller", [
                 py, "-m", "quantroute.cli.main", "controller", "--policies", str(runtime / "policies"), "--db", db_url,
                 "--interval", str(controller_interval_s), *[a for u in urls for a in ("--router", u)],
-                "--admin-token", token, "--metrics-port", str(mport)], logs)
+                "--metrics-port", str(mport)], logs,
+                {"QUANTROUTE_ROUTER_ADMIN_TOKEN": token})  # as for the routers: never in argv
             _wait_http(stack.metrics_url, "controller", stack.procs["controller"])
         if traffic:
             for name, url in zip(names, urls):

@@ -123,23 +123,24 @@ def main(argv: list[str] | None = None) -> None:
     init_db(eng)
     eng.dispose()
     token, py, logs = secrets.token_urlsafe(16), sys.executable, runtime / "logs"
+    secret = {"QUANTROUTE_ROUTER_ADMIN_TOKEN": token}  # by environment, never in argv (`ps` shows argv to anyone)
     router_url = f"http://127.0.0.1:{free_port()}"
     dport = args.dashboard_port or free_port()
     procs: dict = {}
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
         procs["router"] = _spawn("router", [py, "-m", "quantroute.cli.main", "router", "--policies", str(policies),
-                                            "--db", db_url, "--port", router_url.rsplit(":", 1)[1],
-                                            "--admin-token", token], logs)
+                                            "--db", db_url, "--port", router_url.rsplit(":", 1)[1]], logs,
+                             secret)
         _wait_http(router_url + "/health", "router", procs["router"])
         print(f"router     {router_url}/v1   (admin token {token})")
         print(f"starting {len(fleet.nodes)} vLLM servers (~3.3 GB RAM each; about a minute) ...", flush=True)
         procs["fleet"] = _spawn("fleet", [py, "-m", "quantroute.cli.main", "fleet", "up", "--engine", "vllm", "--fleet",
-                                          str(runtime / "fleet.yaml"), "--router", router_url, "--token", token,
-                                          "--log-dir", str(logs)], logs)
+                                          str(runtime / "fleet.yaml"), "--router", router_url,
+                                          "--log-dir", str(logs)], logs, secret)
         procs["controller"] = _spawn("controller", [py, "-m", "quantroute.cli.main", "controller", "--policies",
-                                                    str(policies), "--db", db_url, "--router", router_url,
-                                                    "--admin-token", token], logs)
+                                                    str(policies), "--db", db_url, "--router", router_url], logs,
+                                 secret)
         procs["dashboard"] = _spawn("dashboard", [
             py, "-m", "streamlit", "run", str(DASHBOARD_APP), "--server.headless", "true",
             "--server.port", str(dport), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],

@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from quantroute.admin_client import RouterAdmin
+from quantroute.auth import issue_token
 from quantroute.db.engine import init_db, make_engine
 from quantroute.launcher.policy import fleet_policy
 from quantroute.launcher.register import register_artifact
@@ -150,6 +151,11 @@ def stack(fleet, policy, tmp_path_factory):
     db_url = f"sqlite:///{tmp / 'router.db'}"
     engine = make_engine(db_url)
     init_db(engine)
+    from tests.conftest import add_users
+    from tests.rollout.conftest import PEOPLE
+
+    add_users(engine, **PEOPLE)  # the services check every actor's role; the CLI acts as alice (an operator)
+    os.environ["QUANTROUTE_TOKEN"] = issue_token(engine, "alice")  # for this module's CLI runs; removed below
     # vLLM answers /health late when its 2 cores are busy: a generous probe keeps real nodes in.
     settings = RouterSettings(policies_dir=tmp / "policies", db_url=db_url, admin_token=TOKEN, probe_interval_s=1.0,
                               probe_timeout_s=20.0, eject_after_failures=10, upstream_timeout_s=180,
@@ -166,6 +172,7 @@ def stack(fleet, policy, tmp_path_factory):
                "store": PolicyStore(tmp / "policies", engine), "tmp": tmp}
         admin.close()
     engine.dispose()
+    os.environ.pop("QUANTROUTE_TOKEN", None)
 
 
 def test_quantize_makes_a_new_deployment_with_its_lineage(canary):
