@@ -285,7 +285,8 @@ def test_canary_of_a_second_int4_artifact_steps_and_rolls_back(stack):
 
     # The eval gate: the canary against its int4 baseline, on real answers, named by registered deployment id
     # (the rollout gate counts only runs against the registered pair, never free URLs).
-    done = cli("eval", "run", "--suite", str(SUITE), "--baseline", INT4, "--candidate", CANARY, "--db", stack["db_url"], "--policy",
+    done = cli("eval", "run", "--suite", str(SUITE), "--baseline", INT4, "--candidate", CANARY,
+               "--db", stack["db_url"], "--policy",
                str(stack["tmp"] / "policies/policy-0001.yaml"), "--runs-dir", str(stack["tmp"] / "evals"),
                "--concurrency", "4", "--timeout", "120", "--threshold", "0.1")
     print(done.stdout)
