@@ -11,9 +11,6 @@ file event and replicas elsewhere poll the DB."""
 from __future__ import annotations
 
 import logging
-import os
-import re
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +32,7 @@ from quantroute.db.policy_state import (
     version_row,
     version_rows,
 )
+from quantroute.policy.files import _write_exclusive, file_versions, read_pointer, version_file, write_pointer
 from quantroute.policy.loader import (
     Issue,
     PolicyValidationError,
@@ -48,7 +46,6 @@ from quantroute.policy.model import Policy
 
 log = logging.getLogger(__name__)
 
-FILE_RE = re.compile(r"^policy-(\d{4,})\.yaml$")
 POINTER = "active"
 
 
@@ -81,16 +78,6 @@ class ImportResult:
     path: Path
     outcome: str
     detail: str = ""
-
-
-def version_file(directory: Path, version: int) -> Path:
-    return directory / f"policy-{version:04d}.yaml"
-
-
-def file_versions(directory: Path) -> list[tuple[int, Path]]:
-    if not directory.is_dir():
-        return []
-    return sorted((int(m.group(1)), p) for p in directory.iterdir() if (m := FILE_RE.match(p.name)))
 
 
 def content_hash_of(policy: Policy) -> str:
@@ -432,36 +419,3 @@ def canary_changes(draft: Policy, active: Policy) -> list[Issue]:
             issues.append(Issue("canaries", f"removes the canary of {c.model!r}, which carries {c.percent:g} % "
                                             "in the active version; roll it back or promote it first"))
     return issues
-
-
-def read_pointer(path: Path) -> int | None:
-    try:
-        text = path.read_text().strip()
-    except FileNotFoundError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def write_pointer(path: Path, version: int) -> None:
-    """Replace the pointer atomically: a watcher sees the old number or the new one, never a torn file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".active-", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(f"{version}\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def _write_exclusive(path: Path, text: str) -> None:
-    """Write a whole file or nothing, and never over an existing one (FileExistsError)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".policy-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.link(tmp, path)  # atomic and exclusive
-    finally:
-        os.unlink(tmp)

@@ -15,7 +15,8 @@ from sqlmodel import select
 from quantroute.db import rollout as db
 from quantroute.db.engine import session as db_session
 from quantroute.db.policy_state import PolicyActivation
-from quantroute.policy.store import PolicyConflictError, PolicyStore, read_pointer
+from quantroute.policy.files import read_pointer
+from quantroute.policy.store import PolicyConflictError, PolicyStore
 from quantroute.rollout import machine, versions
 from quantroute.rollout.machine import Phase
 

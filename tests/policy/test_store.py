@@ -6,8 +6,9 @@ from sqlmodel import Session
 
 from quantroute.auth import PermissionDenied
 from quantroute.db import audit
+from quantroute.policy.files import read_pointer
 from quantroute.policy.loader import PolicyValidationError, parse_policy
-from quantroute.policy.store import PolicyConflictError, PolicyStore, PolicyStoreError, read_pointer
+from quantroute.policy.store import PolicyConflictError, PolicyStore, PolicyStoreError
 from tests.conftest import REPO, add_users
 
 

@@ -19,7 +19,8 @@ from quantroute.db.engine import session as db_session
 from quantroute.db.policy_state import PolicyActivation
 from quantroute.db.request_log import RequestLog
 from quantroute.db.rollout import LIVE_PHASES, Rollout
-from quantroute.policy.store import PolicyStore, read_pointer
+from quantroute.policy.files import read_pointer
+from quantroute.policy.store import PolicyStore
 from quantroute.rollout import activation, facts
 from quantroute.rollout.machine import Phase
 from quantroute.rollout.service import RolloutConflict, RolloutRefused, RolloutService
