@@ -14,7 +14,8 @@ from quantroute.quantize.spec import SCHEME_TEXT, base_name, default_deployment_
 @click.command("quantize")
 @click.argument("source_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--scheme", type=click.Choice(sorted(SCHEME_TEXT)), required=True,
-              help="W8A8: int8 weights and activations (tier int8); W4A16: int4 weights (tier int4)")
+              help="W8A8: int8 weights and activations (tier int8); W4A16: int4 weights (tier int4); "
+                   "FP8_DYNAMIC: fp8 weights and activations (tier fp8)")
 @click.option("--method", type=click.Choice(["rtn", "gptq"]), default="rtn", show_default=True,
               help="rtn: round-to-nearest, no data; gptq: error-correcting, needs --calibration")
 @click.option("--calibration", type=click.Path(path_type=Path, dir_okay=False), default=None,

@@ -17,12 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from quantroute.tiers import Tier
 
 RECORD_FILE = "quantroute-artifact.json"
-Scheme = Literal["W8A8", "W4A16"]
+Scheme = Literal["W8A8", "W4A16", "FP8_DYNAMIC"]
 Method = Literal["rtn", "gptq"]
 # The tier and weight bits each scheme must come out as, read back from the artifact by the registrar.
-SCHEME_TIER: dict[str, tuple[Tier, int]] = {"W8A8": (Tier.int8, 8), "W4A16": (Tier.int4, 4)}
+SCHEME_TIER: dict[str, tuple[Tier, int]] = {"W8A8": (Tier.int8, 8), "W4A16": (Tier.int4, 4),
+                                             "FP8_DYNAMIC": (Tier.fp8, 8)}
 SCHEME_TEXT = {"W8A8": "int8 weights per channel, int8 activations per token (dynamic)",
-               "W4A16": "int4 weights in groups, 16-bit activations"}
+               "W4A16": "int4 weights in groups, 16-bit activations",
+               "FP8_DYNAMIC": "fp8 (e4m3) weights per channel, fp8 activations per token (dynamic)"}
 _ID_SAFE = re.compile(r"[^a-z0-9.-]+")
 _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -60,6 +62,10 @@ class QuantizeJob(_Strict):
         if self.method == "rtn" and self.calibration is not None:
             raise ValueError("method rtn (round-to-nearest) uses no calibration data; drop --calibration or "
                              "use --method gptq")
+        if self.method == "gptq" and self.scheme == "FP8_DYNAMIC":
+            # fp8's rounding error is small and unstructured: the preset is data-free and GPTQ has no fp8 path here
+            raise ValueError("scheme FP8_DYNAMIC takes no calibration (per-channel weights, dynamic activations); "
+                             "use --method rtn")
         if self.group_size is not None and self.scheme != "W4A16":
             raise ValueError(f"group_size applies to W4A16 only; {self.scheme} quantizes weights per channel")
         return self
