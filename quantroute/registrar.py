@@ -105,7 +105,10 @@ def _compressed_tensors_claim(qc: dict[str, Any]) -> _Claim:
             fmt, expect = "fp8", "fp8"
         elif kind == "int":
             fmt = _tier_format(bits, f"{where}.num_bits")
-            expect = "int8" if bits == 8 else "packed_int"
+            # "pack-quantized" packs eight 4-bit values per int32; "int-quantized" keeps one value per int8
+            # (int4 weights with int8 activations, W4A8, are stored that way)
+            storage = group.get("format") or qc.get("format")
+            expect = "int8" if bits == 8 or storage == "int-quantized" else "packed_int"
         else:
             raise InspectionError(f"{where}: type={kind!r} num_bits={bits} has no tier; valid: "
                                   "float/8 (fp8), int/8 (int8), int/4 (int4)")

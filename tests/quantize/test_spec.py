@@ -21,6 +21,7 @@ def test_default_ids_name_the_new_precision_never_the_source():
     assert default_deployment_id("tiny-skills-bf16", "rtn", "W4A16") == "tiny-skills-rtn-w4a16"
     assert default_deployment_id("tiny-skills-bf16", "gptq", "W4A16", 64) == "tiny-skills-gptq-w4a16-g64"
     assert default_deployment_id("Llama3_8B-FP16", "rtn", "W8A8") == "llama3-8b-rtn-w8a8"
+    assert default_deployment_id("tiny-skills-bf16", "rtn", "W4A8", 64) == "tiny-skills-rtn-w4a8-g64"
     assert default_deployment_id("tiny-skills-bf16", "rtn", "FP8_DYNAMIC") == "tiny-skills-rtn-fp8-dynamic"
     assert base_name("tiny-skills-bf16") == "tiny-skills" and base_name("tiny-skills") == "tiny-skills"
 
@@ -39,10 +40,10 @@ CALIB = CalibrationSet(name="c", path="/x.jsonl", sha256="sha256:" + "0" * 64, s
 @pytest.mark.parametrize("kwargs, message", [
     ({"method": "gptq"}, "gptq needs a calibration set"),
     ({"method": "rtn", "calibration": CALIB}, "uses no calibration data"),
-    ({"scheme": "W8A8", "group_size": 64}, "group_size applies to W4A16 only"),
+    ({"scheme": "W8A8", "group_size": 64}, "group_size applies to W4A16 and W4A8 only"),
     ({"scheme": "W3A16"}, "W8A8"),
     ({"scheme": "FP8_DYNAMIC", "method": "gptq", "calibration": CALIB}, "FP8_DYNAMIC takes no calibration"),
-    ({"scheme": "FP8_DYNAMIC", "group_size": 64}, "group_size applies to W4A16 only"),
+    ({"scheme": "FP8_DYNAMIC", "group_size": 64}, "group_size applies to W4A16 and W4A8 only"),
 ])
 def test_job_refusals_say_why(kwargs, message):
     base = {"source_dir": "/s", "out_dir": "/o", "scheme": "W4A16", "method": "rtn"}

@@ -96,6 +96,13 @@ def test_compressed_tensors_pack_quantized_int4(make_model):
     assert (r.format, r.tier, r.scheme) == ("int4", Tier.int4, "w4a16")
 
 
+def test_compressed_tensors_int_quantized_int4_is_int4(make_model):
+    # W4A8 (int4 weights, int8 activations) keeps one 4-bit value per int8: int4 tier, not a packing conflict
+    cfg = llama_config(quantization_config=ct_config(4, "int", "int-quantized", 8))
+    r = inspect_model_dir(make_model("w4a8", cfg, edges("BF16") | int8_layer()))
+    assert (r.format, r.tier, r.bits, r.scheme) == ("int4", Tier.int4, 4, "w4a8")
+
+
 def test_bitsandbytes_4bit(make_model):
     cfg = llama_config(quantization_config={"quant_method": "bitsandbytes", "load_in_4bit": True,
                                             "bnb_4bit_quant_type": "nf4"})

@@ -45,8 +45,8 @@ CACHE = REPO / ".cache"
 SUITE = REPO / "data/evals/tiny-skills.jsonl"
 TOKEN = "real-tiers-token"
 MODEL = "tiny-skills"
-BF16, INT8, INT4 = "tiny-skills-bf16", "tiny-skills-rtn-w8a8", "tiny-skills-rtn-w4a16"
-CANARY = "tiny-skills-rtn-w4a16-g64"
+BF16, INT8, INT4 = "tiny-skills-bf16", "tiny-skills-rtn-w8a8", "tiny-skills-rtn-w4a8"
+CANARY = "tiny-skills-rtn-w4a8-g64"
 TIER_OF = {BF16: "bf16", INT8: "int8", INT4: "int4", CANARY: "canary"}
 # The trained model answers all 60 items of its four skills at bf16 (train-report.json); the 9 coverage items
 # (code, multilingual, long context: asked, never trained) fail on every tier: 60/69 = 0.87 at best.
@@ -71,14 +71,14 @@ def need(*deployments: str) -> None:
 
 @pytest.fixture(scope="module")
 def canary(tmp_path_factory) -> dict:
-    """`quantroute quantize` of the trained source: W4A16 RTN in groups of 64, a second int4 artifact."""
+    """`quantroute quantize` of the trained source: W4A8 RTN in groups of 64, a second int4 artifact."""
     if not os.environ.get("QUANTROUTE_LLMCOMPRESSOR_PYTHON"):
         pytest.skip("QUANTROUTE_LLMCOMPRESSOR_PYTHON not set: run `bash scripts/setup_real_tiers.sh`")
     for dep in (BF16, INT8, INT4):
         if not (CACHE / dep / ".built").is_file():
             pytest.skip(f".cache/{dep} is not built: run scripts/setup_vllm.sh, make venv, scripts/setup_real_tiers.sh")
     out = tmp_path_factory.mktemp("quantize") / CANARY
-    done = cli("quantize", str(CACHE / BF16), "--scheme", "W4A16", "--group-size", "64", "--out", str(out),
+    done = cli("quantize", str(CACHE / BF16), "--scheme", "W4A8", "--group-size", "64", "--out", str(out),
                "--eval-suite", "tiny-skills", "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     print(done.stderr)  # the transcript: source, worker progress
@@ -179,7 +179,7 @@ def test_quantize_makes_a_new_deployment_with_its_lineage(canary):
     rec = canary["record"]
     assert rec["deployment"] == CANARY and rec["source_deployment"] == BF16
     assert (rec["tier"], rec["format"], rec["container"], rec["scheme"], rec["bits"], rec["group_size"]) == (
-        "int4", "int4", "compressed-tensors", "W4A16", 4, 64)
+        "int4", "int4", "compressed-tensors", "W4A8", 4, 64)
     assert rec["source_checksum"] == inspect_model_dir(CACHE / BF16).checksum != rec["checksum"]
     assert rec["checksum"] == inspect_model_dir(canary["dir"]).checksum
     assert rec["tools"]["llmcompressor"] == "0.14.0.1" and rec["calibration"] is None
