@@ -11,6 +11,7 @@ from sqlalchemy import text
 
 from quantroute.db.engine import init_db, make_engine
 from quantroute.ports import free_port as free_port  # re-exported: tests take shared helpers from conftest
+from tests.support.waiting import wait_until as wait_until  # re-exported, as free_port
 
 REPO = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("QUANTROUTE_TEST_POSTGRES")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,17 +15,7 @@ from quantroute import demo
 from quantroute.admin_client import RouterAdmin, counter_by_label
 from quantroute.db.engine import make_engine
 from quantroute.policy.store import PolicyStore
-from tests.conftest import REPO
-
-
-def wait_for(check, what: str, timeout_s: float = 30.0):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = check()
-        if got or time.monotonic() > deadline:
-            assert got, f"timed out waiting for {what}"
-            return got
-        time.sleep(0.3)
+from tests.conftest import REPO, wait_until
 
 
 @pytest.mark.postgres
@@ -43,7 +32,8 @@ def test_two_replicas_share_one_postgres_schema(tmp_path, pg_url):
         admin = RouterAdmin(stack.router_urls, stack.admin_token)
         engine = make_engine(pg_url)
         try:
-            wait_for(lambda: all(n["healthy"] for n in admin.nodes()), "every node healthy on both replicas")
+            wait_until(lambda: all(n["healthy"] for n in admin.nodes()),
+                       what="every node healthy on both replicas", timeout=30, interval=0.3)
 
             def served_by_each() -> list[float] | None:  # each replica has its own traffic generator
                 per = []
@@ -53,21 +43,21 @@ def test_two_replicas_share_one_postgres_schema(tmp_path, pg_url):
                                                         "tier").values()))
                 return per if all(per) else None
 
-            wait_for(served_by_each, "requests through both replicas")
+            wait_until(served_by_each, what="requests through both replicas", timeout=30, interval=0.3)
 
             def logged() -> bool:
                 with engine.connect() as c:
                     return c.execute(text("SELECT COUNT(*) FROM request_log")).scalar_one() > 10
 
-            wait_for(logged, "both replicas' request logs in the shared schema")
+            wait_until(logged, what="both replicas' request logs in the shared schema", timeout=30, interval=0.3)
             # a reviewed version, activated once, in the shared database
             store = PolicyStore(stack.dir / "policies", engine)
             active = store.active()
             version = store.new(parent=active.version, author="olivia", message="replicas test", policy=active)
             store.approve(version, by="rahul")
             store.activate(version, by="rahul")
-            wait_for(lambda: set(admin.policy()["replicas"].values()) == {version},
-                     f"both replicas serving version {version}")
+            wait_until(lambda: set(admin.policy()["replicas"].values()) == {version},
+                       what=f"both replicas serving version {version}", timeout=30, interval=0.3)
         finally:
             admin.close()
             engine.dispose()

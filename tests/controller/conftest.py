@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from quantroute.db import controller as heartbeat
@@ -31,17 +29,6 @@ def stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
-
-
-def wait_for(pred: Callable[[], object], what: str, timeout: float = 60.0, every: float = 0.1):
-    """Poll until `pred()` is truthy (a bound so a broken controller fails the test instead of hanging it)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(every)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def role_of(engine, name: str) -> str | None:

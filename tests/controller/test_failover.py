@@ -19,7 +19,8 @@ from quantroute.db.notification import Notification
 from quantroute.db.policy_state import PolicyActivation
 from quantroute.db.request_log import RequestLog
 from quantroute.policy.store import PolicyStore
-from tests.controller.conftest import ARTIFACTS, keep_log, role_of, spawn_controller, stop, wait_for
+from tests.conftest import wait_until
+from tests.controller.conftest import ARTIFACTS, keep_log, role_of, spawn_controller, stop
 from tests.rollout.conftest import CAND, MODEL, policy_data, progressing_rollout, write_v1
 
 pytestmark = pytest.mark.postgres
@@ -48,10 +49,10 @@ def test_standby_completes_the_rollback_of_a_killed_leader_and_nothing_happens_t
                          interval=INTERVAL)
     b = None
     try:
-        wait_for(lambda: role_of(pg_engine, "ctl-a") == "leader", "ctl-a to lead")
+        wait_until(lambda: role_of(pg_engine, "ctl-a") == "leader", what="ctl-a to lead", timeout=60)
         mark("ctl-a leads")
         b = spawn_controller(pg_url, store.dir, logs["standby"], "--name", "ctl-b", interval=INTERVAL)
-        wait_for(lambda: role_of(pg_engine, "ctl-b") == "standby", "ctl-b to stand by")
+        wait_until(lambda: role_of(pg_engine, "ctl-b") == "standby", what="ctl-b to stand by", timeout=60)
         mark("ctl-b stands by")
 
         with db_session(pg_engine) as s:  # the candidate starts failing
@@ -60,11 +61,11 @@ def test_standby_completes_the_rollback_of_a_killed_leader_and_nothing_happens_t
                       for _ in range(30))
             s.commit()
         mark("30 candidate errors logged")
-        wait_for(lambda: svc.list(MODEL)[0].phase == "rolling-back", "ctl-a to decide the rollback")
+        wait_until(lambda: svc.list(MODEL)[0].phase == "rolling-back", what="ctl-a to decide the rollback", timeout=60)
         mark("rollout row says rolling-back (ctl-a hangs before activating)")
         for _ in range(3):  # a few of ctl-b's passes: it stays standby and acts on nothing
             before = _passes(pg_engine, "ctl-b")
-            wait_for(lambda before=before: _passes(pg_engine, "ctl-b") > before, "a standby pass")
+            wait_until(lambda before=before: _passes(pg_engine, "ctl-b") > before, what="a standby pass", timeout=60)
         assert role_of(pg_engine, "ctl-b") == "standby"
         row = svc.list(MODEL)[0]
         assert row.phase == "rolling-back" and store.active().canary_for(MODEL).percent == 10
@@ -73,9 +74,10 @@ def test_standby_completes_the_rollback_of_a_killed_leader_and_nothing_happens_t
         os.killpg(a.pid, signal.SIGKILL)
         a.wait(10)
         mark("ctl-a killed (SIGKILL)")
-        wait_for(lambda: svc.list(MODEL)[0].phase == "rolled-back", "ctl-b to complete the rollback", timeout=30)
+        wait_until(lambda: svc.list(MODEL)[0].phase == "rolled-back", what="ctl-b to complete the rollback", timeout=30)
         mark("rollout row says rolled-back")
-        wait_for(lambda: role_of(pg_engine, "ctl-b") == "leader", "ctl-b's heartbeat as leader (after its pass)")
+        wait_until(lambda: role_of(pg_engine, "ctl-b") == "leader",
+                   what="ctl-b's heartbeat as leader (after its pass)", timeout=60)
         assert store.active().canary_for(MODEL).percent == 0
     finally:
         for p in (a, b):

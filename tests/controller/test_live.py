@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.controller.conftest import keep_log, spawn_controller, stop, wait_for
+from tests.conftest import wait_until
+from tests.controller.conftest import keep_log, spawn_controller, stop
 from tests.rollout.conftest import (  # noqa: F401 - fixtures shared with the rollout tests (until they move to tests/conftest.py)
     BASE,
     LATENCY_GUARDS,
@@ -78,8 +79,8 @@ def test_healthy_candidate_advances_on_its_own(live, db_engine, store, policies,
     url, svc = live
     approved(url, svc, db_engine)  # the people's part: start, checklist, a reviewer's approval -> 10 %
     with controller(db_engine, policies, url, tmp_path, "controller-good-rollout.log"), traffic(url):
-        wait_for(lambda: row_of(svc).percent == 100, "the canary to walk to 100 %", timeout=180)
-        wait_for(lambda: row_of(svc).converged, "100 % to be observed active")
+        wait_until(lambda: row_of(svc).percent == 100, what="the canary to walk to 100 %", timeout=180)
+        wait_until(lambda: row_of(svc).converged, what="100 % to be observed active", timeout=60)
     st = svc.status(MODEL)
     assert st.phase == "progressing" and store.active().canary_for(MODEL).percent == 100
     moved = [e for e in st.events if e["action"] == "dwell_elapsed"]
@@ -101,7 +102,7 @@ def test_faulty_candidate_is_rolled_back_on_its_own(live, sim, db_engine, store,
     approved(url, svc, db_engine)
     set_faults(sim, "int4-v2", **fault)
     with controller(db_engine, policies, url, tmp_path, f"controller-rollback-{guard}.log"), traffic(url):
-        wait_for(lambda: row_of(svc).phase == "rolled-back", "the controller to roll back", timeout=180)
+        wait_until(lambda: row_of(svc).phase == "rolled-back", what="the controller to roll back", timeout=180)
     st = svc.status(MODEL)
     assert st.percent == 0 and guard in st.aborted_reason and store.active().canary_for(MODEL).percent == 0
     breaches = [e for e in st.events if e["action"] == "guard_breach"]

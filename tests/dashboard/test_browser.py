@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlmodel import select
+from sqlmodel import col, select
 
 from quantroute import demo
 from quantroute.db.engine import make_engine, session
 from quantroute.db.request_log import RequestLog
 from quantroute.rollout.checklist import BY_KEY
 from quantroute.router.canary import bucket
+from tests.conftest import wait_until
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -144,25 +144,24 @@ def served(stack, key: str) -> tuple[str | None, str | None]:
 
 def served_until(stack, keys: list[str], want: set[tuple[str | None, str]], timeout_s: float = 15.0) -> set:
     """What the router served `keys`, polled until it is `want` (the router picks up a new version on its own)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = {served(stack, k) for k in keys}
-        if got == want or time.monotonic() > deadline:
-            return got
-        time.sleep(0.3)
+    wait_until(lambda: {served(stack, k) for k in keys} == want,
+               what=lambda: f"{want} served (served: {({served(stack, k) for k in keys})})", timeout=timeout_s,
+               interval=0.3)
+    return {served(stack, k) for k in keys}
 
 
 def logged_deployments(stack, keys: list[str], timeout_s: float = 15.0) -> set[str]:
     """Deployments the request log recorded for `keys` (written in batches off the hot path: polled)."""
     engine = make_engine(stack.db_url)
-    deadline = time.monotonic() + timeout_s
+
+    def deployments() -> set[str | None]:
+        with session(engine) as s:
+            return set(s.exec(select(RequestLog.deployment).where(col(RequestLog.session_key).in_(keys))))
+
     try:
-        while True:
-            with session(engine) as s:
-                deps = set(s.exec(select(RequestLog.deployment).where(RequestLog.session_key.in_(keys))))  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
-            if CANDIDATE in deps or time.monotonic() > deadline:
-                return deps
-            time.sleep(0.3)
+        wait_until(lambda: CANDIDATE in deployments(), what=lambda: f"{CANDIDATE} in the request log "
+                   f"(logged: {deployments()})", timeout=timeout_s, interval=0.3)
+        return deployments()
     finally:
         engine.dispose()
 
@@ -233,9 +232,7 @@ def test_operator_reviewer_canary_flow(stack, browser):
     page.get_by_text(f"Version {saved} is active (was version {before})").wait_for()
     assert selected_tab(page) == "History, approve, activate, rollback"
     no_reprs(page, "policy activated")
-    deadline = time.monotonic() + 15
-    while active_version(stack) != saved and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: active_version(stack) == saved, what=f"version {saved} active", timeout=15, interval=0.2)
     assert active_version(stack) == saved  # the running router hot-reloaded the reviewed version
     logout(page)
 

@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -18,7 +17,7 @@ import pytest
 import yaml
 
 from quantroute.router.settings import RouterSettings
-from tests.conftest import free_port
+from tests.conftest import free_port, wait_until
 from tests.deploy.conftest import DEPLOY
 from tests.router.conftest import FP16, INT4, MODEL, TOKEN, policy_data, router_at
 
@@ -73,16 +72,6 @@ def kill(proc: subprocess.Popen) -> None:
         proc.wait(10)
 
 
-def wait_for(what: str, check, timeout: float = 120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def firing(prom: str, alert: str, **labels) -> dict | None:
     alerts = httpx.get(f"{prom}/api/v1/alerts", timeout=5).json()["data"]["alerts"]
     for a in alerts:
@@ -112,7 +101,8 @@ def test_prometheus_fires_the_node_alerts_when_nodes_are_killed(tmp_path, sqlite
     prom_proc = None
     try:
         for tier, port in ports.items():
-            wait_for(f"sim {tier}", lambda p=port: _ok(f"http://127.0.0.1:{p}/health"))
+            wait_until(lambda p=port: _ok(f"http://127.0.0.1:{p}/health"),
+                       what=f"sim {tier}", timeout=120, interval=0.5)
         with router_at(settings) as (router, _):
             for _ in range(3):  # traffic, so the per-tier panels have series
                 httpx.post(f"{router}/v1/chat/completions", timeout=30,
@@ -133,19 +123,23 @@ def test_prometheus_fires_the_node_alerts_when_nodes_are_killed(tmp_path, sqlite
                                f"--web.listen-address={web}",
                                f"--storage.tsdb.path={tmp_path / 'tsdb'}", "--log.level=warn"], tmp_path / "prom.log")
             prom = f"http://{web}"
-            healthy = wait_for("a scrape of the router", lambda: _query(prom, "quantroute_healthy_nodes"))
+            healthy = wait_until(lambda: _query(prom, "quantroute_healthy_nodes"),
+                                 what="a scrape of the router", timeout=120, interval=0.5)
             print("scraped:", {r["metric"]["tier"]: r["value"][1] for r in healthy})
             assert firing(prom, "QuantrouteTierWithoutHealthyNode") is None
 
             kill(sims["int4"])
-            alert = wait_for("the int4 alert", lambda: firing(prom, "QuantrouteTierWithoutHealthyNode", tier="int4"))
+            alert = wait_until(lambda: firing(prom, "QuantrouteTierWithoutHealthyNode", tier="int4"),
+                               what="the int4 alert", timeout=120, interval=0.5)
             print("FIRING after killing int4-a:", alert["labels"], alert["annotations"]["summary"])
             assert firing(prom, "QuantrouteModelWithoutHealthyNode") is None  # fp16 still serves the model
 
             kill(sims["fp16"])
-            alert = wait_for("the model alert", lambda: firing(prom, "QuantrouteModelWithoutHealthyNode", model=MODEL))
+            alert = wait_until(lambda: firing(prom, "QuantrouteModelWithoutHealthyNode", model=MODEL),
+                               what="the model alert", timeout=120, interval=0.5)
             print("FIRING after killing fp16-a:", alert["labels"], alert["annotations"]["summary"])
-            assert wait_for("the controller alert", lambda: firing(prom, "QuantrouteControllerAbsent"))
+            assert wait_until(lambda: firing(prom, "QuantrouteControllerAbsent"),
+                              what="the controller alert", timeout=120, interval=0.5)
             # every Grafana panel's query is valid PromQL and finds series in this Prometheus
             for panel in json.loads((DEPLOY / "grafana" / "quantroute-router.json").read_text())["panels"]:
                 expr = panel["targets"][0]["expr"].replace("$__rate_interval", "1m")

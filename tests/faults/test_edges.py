@@ -10,8 +10,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from tests.conftest import wait_until
+from tests.faults.conftest import post, register
 from tests.faults.rawnode import raw_node
-from tests.faults.test_upstream import post, register, wait_for
 from tests.router.conftest import router_at
 
 
@@ -52,14 +53,14 @@ def test_concurrency_limit_answers_a_clear_503(make_settings):
         threads = [threading.Thread(target=lambda: results.append(post(url))) for _ in range(2)]
         for t in threads:
             t.start()
-        wait_for(lambda: app.active == 2, "two requests in progress")
+        wait_until(lambda: app.active == 2, what="two requests in progress")
         r = post(url)
         for t in threads:
             t.join(30)
         assert r.status_code == 503 and r.json()["error"]["code"] == "overloaded" and r.headers["retry-after"]
         assert "limit of 2 concurrent requests" in r.json()["error"]["message"]
         assert sorted(x.status_code for x in results) == [200, 200]
-        wait_for(lambda: app.active == 0, "no request in progress", timeout=5)  # released just after the answer
+        wait_until(lambda: app.active == 0, what="no request in progress", timeout=5)  # released just after the answer
         assert post(url).status_code == 200
 
 

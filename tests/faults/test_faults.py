@@ -9,18 +9,19 @@ import pytest
 import yaml
 
 from quantroute.db.engine import make_engine
+from tests.conftest import wait_until
 from tests.faults.load import Load, logged
-from tests.faults.test_upstream import wait_for
 from tests.router.conftest import activate_pointer, policy_data, router_at, set_faults, write_policy
 
 
 def settle(app, db_url: str, load: Load) -> None:
-    wait_for(lambda: all(n.inflight == 0 for n in app.fleet.nodes.values()), "in-flight back to 0")
+    wait_until(lambda: all(n.inflight == 0 for n in app.fleet.nodes.values()), what="in-flight back to 0")
     rows: list[int] = []
-    wait_for(lambda: not app.writer.buffer and rows.append(logged(db_url, load.prefix)) is None
-             and rows[-1] == load.sent, f"{load.sent} rows logged (have {rows[-1:]}, buffer {len(app.writer.buffer)}, "
-             f"written {app.writer.written}, dropped {app.writer.dropped_by_reason}, errors {app.writer.write_errors})",
-             timeout=30)
+    wait_until(lambda: not app.writer.buffer and rows.append(logged(db_url, load.prefix)) is None
+               and rows[-1] == load.sent,
+               what=lambda: f"{load.sent} rows logged (have {rows[-1:]}, buffer {len(app.writer.buffer)}, "
+               f"written {app.writer.written}, dropped {app.writer.dropped_by_reason}, "
+               f"errors {app.writer.write_errors})", timeout=30)
 
 
 def write_version(policies, v: int) -> None:
@@ -44,9 +45,9 @@ def test_hundred_activations_under_load_some_invalid(make_settings, policies):
             failures = app.holder.failures
             activate_pointer(policies, v)
             if v % 4 == 0:
-                wait_for(lambda f=failures: app.holder.failures > f, f"version {v} refused", timeout=30)
+                wait_until(lambda f=failures: app.holder.failures > f, what=f"version {v} refused", timeout=30)
             else:
-                wait_for(lambda v=v: app.holder.current.version == v, f"version {v} active", timeout=30)
+                wait_until(lambda v=v: app.holder.current.version == v, what=f"version {v} active", timeout=30)
             (policies / f"policy-{v:04d}.yaml").unlink()
     assert app.holder.failures == 25 and app.holder.current.version == 101
     assert set(load.statuses) == {200}, load.statuses
@@ -62,8 +63,8 @@ def test_db_unavailable_and_back(make_settings, db, request):
         dead = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=1")
         with Load(url, prefix="dbdown", max_requests=60) as load:
             app.writer.engine = app.pins.engine = dead
-            wait_for(lambda: load.sent >= 40 and app.writer.write_errors > 0, "requests while the DB is down",
-                     timeout=60)
+            wait_until(lambda: load.sent >= 40 and app.writer.write_errors > 0,
+                       what="requests while the DB is down", timeout=60)
             app.writer.engine = app.pins.engine = real
         assert set(load.statuses) == {200}, load.statuses
         settle(app, settings.db_url, load)

@@ -7,8 +7,9 @@ import threading
 
 import httpx
 
+from tests.conftest import wait_until
+from tests.faults.conftest import post, register
 from tests.faults.rawnode import raw_node
-from tests.faults.test_upstream import post, register, wait_for
 from tests.router.conftest import TOLERANT, router_at
 
 
@@ -33,7 +34,7 @@ def test_inflight_is_exact_across_reregistrations_under_load(make_settings):
         threads = [threading.Thread(target=client) for _ in range(4)]
         for t in threads:
             t.start()
-        wait_for(lambda: app.fleet.nodes["raw-a"].inflight > 0, "requests in flight")
+        wait_until(lambda: app.fleet.nodes["raw-a"].inflight > 0, what="requests in flight")
         register_as(url, node.url, "")  # identical
         register_as(url, node.url, "sha256:new")  # a new generation
         register_as(url, node.url, "sha256:new")
@@ -41,7 +42,7 @@ def test_inflight_is_exact_across_reregistrations_under_load(make_settings):
             t.join(30)
         assert statuses == [200] * 12
         # released just after the response went out: wait for it, but a leak never gets there
-        wait_for(lambda: app.fleet.nodes["raw-a"].inflight == 0, "in-flight back to 0", timeout=5)
+        wait_until(lambda: app.fleet.nodes["raw-a"].inflight == 0, what="in-flight back to 0", timeout=5)
         assert app.fleet.nodes["raw-a"].generation == 2
         assert 'quantroute_node_inflight{node="raw-a"} 0.0' in httpx.get(url + "/metrics").text
 
@@ -62,12 +63,12 @@ def test_drain_lets_inflight_finish_then_removes_audited(make_settings):
         threads = [threading.Thread(target=lambda: statuses.append(post(url).status_code)) for _ in range(3)]
         for t in threads:
             t.start()
-        wait_for(lambda: app.fleet.nodes["raw-a"].inflight == 3, "three requests in flight")
+        wait_until(lambda: app.fleet.nodes["raw-a"].inflight == 3, what="three requests in flight")
         result: list = []
         drain = threading.Thread(target=lambda: result.append(CliRunner().invoke(
             main, ["node", "drain", "--router", url, "raw-a", "--token", TOKEN, "--by", "olga", "--wait", "30"])))
         drain.start()
-        wait_for(lambda: result or app.fleet.nodes["raw-a"].draining, "draining")
+        wait_until(lambda: result or app.fleet.nodes["raw-a"].draining, what="draining")
         assert not result, result[0].output
         late = post(url)  # no new request goes to a draining node (it was the only one)
         drain.join(30)
@@ -102,7 +103,7 @@ def test_deregister_with_a_drain_timeout_leaves_it_draining(make_settings):
 
         t = threading.Thread(target=stuck)
         t.start()
-        wait_for(lambda: app.fleet.nodes["raw-a"].inflight == 1, "a request in flight")
+        wait_until(lambda: app.fleet.nodes["raw-a"].inflight == 1, what="a request in flight")
         r = CliRunner().invoke(main, ["node", "drain", "--router", url, "raw-a", "--token", TOKEN, "--wait", "0.3"])
         assert r.exit_code == 1 and "still has requests in flight" in r.output
         assert app.fleet.nodes["raw-a"].draining
@@ -120,11 +121,11 @@ def test_removed_node_does_not_come_back_on_other_replicas(make_settings, db_url
     settings = make_settings(db_url=db_url, node_refresh_s=0.2)
     with raw_node("slow") as node, router_at(settings) as (a_url, a), router_at(settings) as (b_url, b):
         register(a_url, node.url)
-        wait_for(lambda: "raw-a" in b.fleet.nodes, "B to pick up raw-a from the DB")
+        wait_until(lambda: "raw-a" in b.fleet.nodes, what="B to pick up raw-a from the DB")
         assert "int4-a" in b.fleet.nodes
         assert admin(a_url).delete("/admin/nodes/int4-a").status_code == 200
         assert admin(a_url).delete("/admin/nodes/raw-a").status_code == 200
-        wait_for(lambda: "int4-a" not in b.fleet.nodes and "raw-a" not in b.fleet.nodes, "B to drop both")
+        wait_until(lambda: "int4-a" not in b.fleet.nodes and "raw-a" not in b.fleet.nodes, what="B to drop both")
     with router_at(settings) as (url, c):
         assert "int4-a" not in c.fleet.nodes and "raw-a" not in c.fleet.nodes
         assert "int4-b" in c.fleet.nodes

@@ -5,32 +5,15 @@ counted upstream failure answered with OpenAI error JSON, never an unhandled 500
 from __future__ import annotations
 
 import ssl
-import time
 
 import httpx
 import pytest
 import trustme
 
+from tests.conftest import wait_until
+from tests.faults.conftest import post, register
 from tests.faults.rawnode import raw_node
-from tests.router.conftest import INT4, MODEL, TOLERANT, admin, router_at
-
-
-def register(url: str, node_url: str, key: str = "raw-a") -> None:
-    r = admin(url).post("/admin/nodes", json={"url": node_url, "model": MODEL, "deployment": INT4, "tier": "int4",
-                                              "format": "int4", "method": "awq", "node_id": key})
-    assert r.status_code == 201, r.text
-
-
-def wait_for(cond, what: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
-def post(url: str, timeout: float = 30) -> httpx.Response:
-    return httpx.post(url + "/v1/chat/completions", timeout=timeout,
-                      json={"model": MODEL, "messages": TOLERANT, "max_tokens": 4})
+from tests.router.conftest import router_at
 
 
 def test_client_gone_before_headers_aborts_the_upstream_request(make_settings):
@@ -40,10 +23,10 @@ def test_client_gone_before_headers_aborts_the_upstream_request(make_settings):
         register(url, node.url)
         with pytest.raises(httpx.ReadTimeout):
             post(url, timeout=0.5)  # the client gives up and closes its connection
-        wait_for(lambda: node.closed_after_post, "the router to close the upstream connection")
+        wait_until(lambda: node.closed_after_post, what="the router to close the upstream connection")
         assert node.posts == 1
-        wait_for(lambda: app.fleet.nodes["raw-a"].inflight == 0, "in-flight back to 0")
-        wait_for(lambda: app.writer.written >= 1, "the request logged")
+        wait_until(lambda: app.fleet.nodes["raw-a"].inflight == 0, what="in-flight back to 0")
+        wait_until(lambda: app.writer.written >= 1, what="the request logged")
 
 
 def test_quiet_keepalive_connection_is_a_counted_failure_not_a_500(make_settings):
@@ -76,7 +59,7 @@ def test_https_node_gets_tls(make_settings, tls, tmp_path):
             make_settings(fleet_file=None, upstream_ca_bundle=ca_file)) as (url, app):
         assert node.url.startswith("https://")
         register(url, node.url)
-        wait_for(lambda: app.fleet.nodes["raw-a"].last_probe is not None, "a probe")
+        wait_until(lambda: app.fleet.nodes["raw-a"].last_probe is not None, what="a probe")
         r = post(url)
         assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "ok", r.text
         assert app.fleet.nodes["raw-a"].healthy

@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import zipfile
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import httpx
 import pytest
 import yaml
 
-from tests.conftest import REPO, free_port
+from tests.conftest import REPO, free_port, wait_until
 
 # The venv install dominates (about a minute on an idle 2-core machine, several when it is busy).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -84,17 +83,13 @@ def _serve(args: list, *, installed: dict, log: Path) -> subprocess.Popen:
 
 
 def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float = 120) -> httpx.Response:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def answer() -> httpx.Response | None:
         assert proc.poll() is None, f"exited {proc.returncode}:\n{log.read_text()}"
-        try:
-            r = httpx.get(url, timeout=5)
-            if r.status_code == 200:
-                return r
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise AssertionError(f"{url} never answered 200:\n{log.read_text()}")
+        r = httpx.get(url, timeout=5)
+        return r if r.status_code == 200 else None
+
+    return wait_until(answer, what=lambda: f"{url} to answer 200:\n{log.read_text()}", timeout=timeout, interval=0.3,
+                      ignore=(httpx.HTTPError,))
 
 
 def _stop(*procs: subprocess.Popen) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import time
 import uuid
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from quantroute.router.app import create_app
 from quantroute.router.settings import RouterSettings
 from quantroute.router.testing import running_router
 from quantroute.sim.runner import running_fleet
-from tests.conftest import add_users
+from tests.conftest import add_users, wait_until
 
 TOKEN = "rollout-test-token"
 MODEL = "llama3-8b"
@@ -209,14 +208,7 @@ def live(sim, tmp_path: Path, policies: Path, db_engine, store):
 
 
 def _wait_healthy(admin: RouterAdmin) -> None:
-    import time
-
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if all(n["healthy"] for n in admin.nodes()):
-            return
-        time.sleep(0.05)
-    raise AssertionError("router nodes did not become healthy")
+    wait_until(lambda: all(n["healthy"] for n in admin.nodes()), what="every router node healthy", timeout=15)
 
 
 def set_faults(rf, node_id: str, **faults) -> None:
@@ -244,20 +236,16 @@ def candidate_share(responses: list[httpx.Response]) -> float:
 
 def wait_logged(engine, n: int) -> None:
     """The router writes its request log in batches: wait until `n` rows are there."""
-    import time
-
     from sqlalchemy import func
     from sqlmodel import select
 
     from quantroute.db.request_log import RequestLog
 
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
+    def logged() -> int:
         with db_session(engine) as s:
-            if s.exec(select(func.count()).select_from(RequestLog)).one() >= n:
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"request log did not reach {n} rows")
+            return s.exec(select(func.count()).select_from(RequestLog)).one()
+
+    wait_until(lambda: logged() >= n, what=f"{n} rows in the request log", timeout=15)
 
 
 # Helpers of the live rollout tests (tests/rollout and tests/controller), shared through this conftest.
@@ -284,11 +272,7 @@ def approved(url, svc, db_engine):
     return st
 
 
-def wait_version(url: str, version: int, timeout: float = 5.0) -> float:
-    """Seconds until the router reports `version` active (it reloads on the pointer file)."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if httpx.get(url + "/health", timeout=5).json()["policy_version"] == version:
-            return time.monotonic() - t0
-        time.sleep(0.01)
-    raise AssertionError(f"router did not load policy version {version}")
+def wait_version(url: str, version: int, timeout: float = 5.0) -> None:
+    """Until the router reports `version` active (it reloads on the pointer file)."""
+    wait_until(lambda: httpx.get(url + "/health", timeout=5).json()["policy_version"] == version,
+               what=f"the router to load policy version {version}", timeout=timeout, interval=0.01)

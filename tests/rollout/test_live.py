@@ -3,11 +3,10 @@ each step; a bad candidate is rolled back by its guards; a manual rollback retur
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 
+from tests.conftest import wait_until
 from tests.rollout.conftest import (
     BASE,
     CAND,
@@ -87,16 +86,14 @@ def test_manual_rollback_midway_returns_all_traffic_to_baseline(live, db_engine)
     assert on_candidate  # ~10% of 200
     st = svc.rollback(MODEL, by="alice", reason="manual test")
     assert st.phase == "rolled-back"
-    t0 = time.monotonic()
-    converged = None
-    while time.monotonic() - t0 < 10:  # generous bound; the point is that it converges
+
+    def on_baseline() -> bool:
         rs = send(url, on_candidate + sessions(50))
-        if all(r.headers.get("x-quantroute-arm") in (None, "baseline") and r.headers["x-quantroute-deployment"] == BASE
-               for r in rs):
-            converged = time.monotonic() - t0
-            break
-        time.sleep(0.02)
-    assert converged is not None, "traffic did not return to the baseline"
+        return all(r.headers.get("x-quantroute-arm") in (None, "baseline")
+                   and r.headers["x-quantroute-deployment"] == BASE for r in rs)
+
+    # generous bound; the point is that it converges
+    wait_until(on_baseline, what="traffic to return to the baseline", timeout=10, interval=0.02)
     # pinned sessions kept their tier and moved to the baseline arm
     pins = httpx.get(url + "/admin/sessions", headers={"authorization": "Bearer rollout-test-token"}).json()
     arms = {p["session_key"]: (p["tier"], p["arm"]) for p in pins["sessions"]}

@@ -4,13 +4,12 @@ request logs land in the one database."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from sqlalchemy import text
 
 from quantroute.admin_client import RouterAdmin, RouterUnavailable, counter_by_label, split_urls
 from quantroute.db.engine import make_engine
+from tests.conftest import wait_until
 from tests.router.conftest import SENSITIVE, TOKEN, TOLERANT, chat, router_at
 
 
@@ -44,14 +43,15 @@ def test_two_replicas_through_one_client(make_settings, pg_url):
 
         engine = make_engine(pg_url)
         try:
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:  # the writers flush in batches, off the request path
+            def shared_rows() -> int:
                 with engine.connect() as c:
-                    n = c.execute(text("SELECT COUNT(*) FROM request_log WHERE session_key = 's-shared'")).scalar_one()
-                if n == 3:
-                    break
-                time.sleep(0.1)
-            assert n == 3
+                    q = text("SELECT COUNT(*) FROM request_log WHERE session_key = 's-shared'")
+                    return c.execute(q).scalar_one()
+
+            # the writers flush in batches, off the request path
+            wait_until(lambda: shared_rows() == 3, what="3 logged requests of session s-shared", timeout=10,
+                       interval=0.1)
+            assert shared_rows() == 3
             with engine.connect() as c:
                 replay = c.execute(text("SELECT replay FROM request_log WHERE tier = 'fp16'")).scalar_one()
             # the replay keeps the body (default: redacted, nothing to mask here) and only the classifier's headers

@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from quantroute.router.canary import BASELINE, CANDIDATE, choose_arm
+from tests.conftest import wait_until
 from tests.router.conftest import (
     INT4,
     INT4_V2,
@@ -95,7 +96,6 @@ def test_canary_arm_is_sticky_per_session_and_tagged(make_settings, policies):
 def test_rolled_back_canary_returns_pinned_candidate_sessions_to_baseline(make_settings, policies):
     """At 0 % every session pinned to the candidate goes back to the baseline at the same tier, and stays
     there when a new canary starts (no second format switch)."""
-    import time
 
     canary = {"model": MODEL, "baseline": INT4, "candidate": INT4_V2}
     write_policy(policies, 2, canaries=[{**canary, "percent": 50}])
@@ -104,18 +104,15 @@ def test_rolled_back_canary_returns_pinned_candidate_sessions_to_baseline(make_s
         for key in on_candidate:
             assert chat(url, TOLERANT, session=key).headers["x-quantroute-deployment"] == INT4_V2
         write_policy(policies, 3, canaries=[{**canary, "percent": 0}])
-        deadline = time.monotonic() + 10
-        while chat(url, TOLERANT).headers["x-quantroute-policy-version"] != "3":
-            assert time.monotonic() < deadline, "policy 3 never loaded"
-            time.sleep(0.05)
+        wait_until(lambda: chat(url, TOLERANT).headers["x-quantroute-policy-version"] == "3", what="policy 3 to load",
+                   timeout=10)
         for key in on_candidate:
             r = chat(url, TOLERANT, session=key)
             assert (r.headers["x-quantroute-arm"], r.headers["x-quantroute-deployment"]) == (BASELINE, INT4)
             assert r.headers["x-quantroute-tier"] == "int4"
         write_policy(policies, 4, canaries=[{**canary, "percent": 50}])
-        while chat(url, TOLERANT).headers["x-quantroute-policy-version"] != "4":
-            assert time.monotonic() < deadline + 10, "policy 4 never loaded"
-            time.sleep(0.05)
+        wait_until(lambda: chat(url, TOLERANT).headers["x-quantroute-policy-version"] == "4", what="policy 4 to load",
+                   timeout=20)
         for key in on_candidate:
             assert chat(url, TOLERANT, session=key).headers["x-quantroute-deployment"] == INT4
 

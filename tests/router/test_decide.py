@@ -3,12 +3,11 @@ the same tier only when its own is gone (left the policy, or no healthy node), a
 
 from __future__ import annotations
 
-import time
-
 import httpx
 
 from quantroute.fleet import parse_fleet
 from quantroute.sim.runner import running_fleet
+from tests.conftest import wait_until
 from tests.router.conftest import (
     FLEET,
     FP16,
@@ -52,13 +51,6 @@ def refused(url: str) -> bool:
     return False
 
 
-def wait_until(cond, what: str) -> None:
-    deadline = time.monotonic() + 10
-    while not cond():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
-
-
 def test_pinned_session_stays_on_its_deployment_while_unpinned_traffic_spreads(router):
     url, _ = router
     unpinned = {chat(url, TOLERANT).headers["x-quantroute-deployment"] for _ in range(30)}
@@ -75,15 +67,15 @@ def test_pinned_session_moves_once_when_its_deployment_leaves_the_policy(make_se
         first = chat(url, TOLERANT, session="s-policy").headers["x-quantroute-deployment"]
         other = INT4_V2 if first == INT4 else INT4
         write_policy(policies, 2, tiers=int4_tiers(other))
-        wait_until(lambda: app.holder.current.version == 2, "policy 2 never became active")
+        wait_until(lambda: app.holder.current.version == 2, what="policy 2 to become active")
         r = chat(url, TOLERANT, session="s-policy")
         assert (r.headers["x-quantroute-tier"], r.headers["x-quantroute-deployment"]) == ("int4", other)
         assert fallbacks(url, "not_in_policy") == 1
         write_policy(policies, 3, tiers=int4_tiers(INT4, INT4_V2))  # the first deployment is back
-        wait_until(lambda: app.holder.current.version == 3, "policy 3 never became active")
+        wait_until(lambda: app.holder.current.version == 3, what="policy 3 to become active")
         again = {chat(url, TOLERANT, session="s-policy").headers["x-quantroute-deployment"] for _ in range(10)}
         assert again == {other}  # no second switch: the pin now names the new deployment
-        wait_until(lambda: served(url, "s-policy") == other, "pin row never recorded the new deployment")
+        wait_until(lambda: served(url, "s-policy") == other, what="the pin row to record the new deployment")
         assert fallbacks(url, "not_in_policy") == 1
 
 
@@ -95,11 +87,11 @@ def test_pinned_session_falls_back_when_its_deployment_has_no_healthy_node(tmp_p
             other = INT4_V2 if first == INT4 else INT4
             for node_id in NODES[first]:
                 rf.kill(node_id)  # asynchronous: wait until the node really refuses connections
-                wait_until(lambda url=rf.urls[node_id]: refused(url), f"{node_id} still listens")
+                wait_until(lambda url=rf.urls[node_id]: refused(url), what=f"{node_id} still listens")
             r = chat(url, TOLERANT, session="s-dead")
             assert r.status_code == 200, r.text
             assert (r.headers["x-quantroute-tier"], r.headers["x-quantroute-deployment"]) == ("int4", other)
             assert fallbacks(url, "no_healthy_node") == 1
             later = {chat(url, TOLERANT, session="s-dead").headers["x-quantroute-deployment"] for _ in range(5)}
             assert later == {other} and fallbacks(url, "no_healthy_node") == 1
-            wait_until(lambda: served(url, "s-dead") == other, "pin row never recorded the new deployment")
+            wait_until(lambda: served(url, "s-dead") == other, what="the pin row to record the new deployment")

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -23,6 +22,7 @@ from sqlalchemy import text
 
 from quantroute.db.engine import init_db, make_engine
 from quantroute.ports import free_port
+from tests.conftest import wait_until
 from tests.router.conftest import (
     INT4,
     INT4_V2,
@@ -87,14 +87,13 @@ def router_process(settings, *, workers: int) -> tuple[subprocess.Popen, str]:
                              "--port", str(port), "--admin-token", TOKEN, "--workers", str(workers)],
                             env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]  # type: ignore[union-attr]  # started with stderr=PIPE
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
-                return proc, url
-        assert time.monotonic() < deadline, "router process did not start"
-        time.sleep(0.1)
+
+    def up() -> bool:
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else proc.returncode
+        return httpx.get(url + "/v1/models", timeout=2).status_code == 200
+
+    wait_until(up, what="the router process to start", timeout=120, interval=0.1, ignore=(httpx.HTTPError,))
+    return proc, url
 
 
 def kill(proc: subprocess.Popen) -> None:
@@ -143,23 +142,25 @@ def test_workers_share_pins_and_policy_activation(make_settings, policies):
                      for i in range(3)}
             assert tiers == {"int4"}, f"session w-{n}: {tiers}"
         eng = make_engine(settings.db_url)
-        deadline = time.monotonic() + 60
-        while True:  # both workers served (a request id starts with its process's boot id)
+
+        def boots() -> set[str]:  # a request id starts with its process's boot id
             with eng.connect() as c:
-                boots = {r[0].split("-")[0] for r in c.execute(text("select request_id from request_log"))}
-            if len(boots) == 2:
-                break
-            assert time.monotonic() < deadline, f"request ids from {boots}"
-            time.sleep(0.1)
+                return {r[0].split("-")[0] for r in c.execute(text("select request_id from request_log"))}
+
+        wait_until(lambda: len(boots()) == 2, what=lambda: f"both workers to serve (request ids from {boots()})",
+                   timeout=60, interval=0.1)
         eng.dispose()
 
         write_policy(policies, 2, activate=False)
         activate_pointer(policies, 2)
-        deadline, streak, v = time.monotonic() + 60, 0, None
-        while streak < 20:  # every worker moved: 20 answers in a row under version 2
-            assert time.monotonic() < deadline, f"streak {streak}, last answer under version {v}"
-            v = chat(url, TOLERANT).headers["x-quantroute-policy-version"]
-            streak = streak + 1 if v == "2" else 0
+        versions: list[str] = []
+
+        def moved() -> bool:  # every worker moved: 20 answers in a row under version 2
+            versions.append(chat(url, TOLERANT).headers["x-quantroute-policy-version"])
+            return versions[-20:] == ["2"] * 20
+
+        wait_until(moved, what=lambda: f"20 answers in a row under version 2 (last 20: {versions[-20:]})", timeout=60,
+                   interval=0)
     finally:
         kill(proc)
 

@@ -3,8 +3,6 @@ PostgreSQL load the same versions and follow the same activations; a file edited
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 import yaml
@@ -12,7 +10,7 @@ import yaml
 from quantroute.db.engine import make_engine
 from quantroute.policy.loader import parse_policy
 from quantroute.policy.store import PolicyStore
-from tests.conftest import add_users
+from tests.conftest import add_users, wait_until
 from tests.router.conftest import TOLERANT, chat, policy_data, router_at, write_policy
 
 pytestmark = pytest.mark.postgres
@@ -23,10 +21,9 @@ def served_version(url: str) -> str:
 
 
 def wait_version(urls: list[str], version: str, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while {served_version(u) for u in urls} != {version}:
-        assert time.monotonic() < deadline, {u: served_version(u) for u in urls}
-        time.sleep(0.1)
+    wait_until(lambda: {served_version(u) for u in urls} == {version},
+               what=lambda: f"version {version} served by all (served: {({u: served_version(u) for u in urls})})",
+               timeout=timeout, interval=0.1)
 
 
 def test_two_routers_with_different_directories_follow_the_same_activations(make_settings, pg_url, tmp_path):

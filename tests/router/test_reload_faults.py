@@ -4,8 +4,6 @@ router whose DB-active version cannot load starts on the newest loadable activat
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 import yaml
@@ -15,6 +13,7 @@ from quantroute.classify import compile_policy
 from quantroute.db.engine import init_db, make_engine
 from quantroute.db.policy_state import PolicyActivation
 from quantroute.policy.loader import PolicyValidationError, parse_policy
+from tests.conftest import wait_until
 from tests.router.conftest import TOLERANT, activate_pointer, admin, chat, policy_data, router_at, write_policy
 
 JOINED_ONLY = [["(?i)json", "yaml"], ["(?P<w>code)", "(?P<w>python)"]]
@@ -38,13 +37,6 @@ def test_whatever_validates_compiles():
     assert compile_policy(policy) is not None
 
 
-def wait_for(cond, what: str, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
 def test_a_reload_that_crashes_leaves_the_watcher_running(make_settings, policies, monkeypatch):
     """Any exception while building a version (not only validation errors) is a failed reload, not a dead task."""
     import quantroute.router.reload as reload_mod
@@ -59,9 +51,9 @@ def test_a_reload_that_crashes_leaves_the_watcher_running(make_settings, policie
     monkeypatch.setattr(reload_mod.ActivePolicy, "build", staticmethod(explode))
     with router_at(make_settings(policy_poll_s=60)) as (url, app):
         write_policy(policies, 2)
-        wait_for(lambda: app.holder.failures >= 1, "the failed reload")
+        wait_until(lambda: app.holder.failures >= 1, what="the failed reload", timeout=15)
         write_policy(policies, 3)
-        wait_for(lambda: app.holder.current.version == 3, "version 3 after the crash")
+        wait_until(lambda: app.holder.current.version == 3, what="version 3 after the crash", timeout=15)
         assert chat(url, TOLERANT).headers["x-quantroute-policy-version"] == "3"
 
 
@@ -80,9 +72,9 @@ def test_db_triggered_reload_is_retried_until_the_file_arrives(make_settings, po
     activate_in_db(settings.db_url, 1)
     with router_at(settings) as (url, app):
         activate_in_db(settings.db_url, 2, previous=1)
-        wait_for(lambda: app.holder.failures >= 1, "the failed reload of version 2")
+        wait_until(lambda: app.holder.failures >= 1, what="the failed reload of version 2", timeout=15)
         write_policy(policies, 2, activate=False)  # the file arrives later
-        wait_for(lambda: app.holder.current.version == 2, "version 2 once its file is here")
+        wait_until(lambda: app.holder.current.version == 2, what="version 2 once its file is here", timeout=15)
         assert admin(url).get("/admin/policy").json()["version"] == 2
 
 

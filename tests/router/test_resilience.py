@@ -12,6 +12,7 @@ from sqlalchemy import text
 from quantroute.db.engine import make_engine
 from quantroute.fleet import parse_fleet
 from quantroute.sim.runner import running_fleet
+from tests.conftest import wait_until
 from tests.router.conftest import (
     FLEET,
     SENSITIVE,
@@ -71,10 +72,7 @@ def test_request_log_rows_written(make_settings):
         chat(url, TOLERANT, session="s-log")
         chat(url, SENSITIVE)
         httpx.post(url + "/v1/chat/completions", json={"model": "nope", "messages": TOLERANT})
-        deadline = time.monotonic() + 10
-        while app.writer.written < 3:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        wait_until(lambda: app.writer.written >= 3, what="3 requests logged", timeout=10)
     eng = make_engine(settings.db_url)
     with eng.connect() as c:
         rows = c.execute(text("select session_key, model, deployment, node, tier, policy_version, rules, status, "
@@ -100,10 +98,7 @@ def test_db_down_keeps_unpinned_and_cached_sessions_but_fails_first_turns_it_can
         assert r.status_code == 503 and r.headers["retry-after"]
         assert r.json()["error"]["code"] == "session_pin_unavailable"
         assert "s-new" not in app.pins.cache  # nothing half-pinned: the retry claims again
-        deadline = time.monotonic() + 10
-        while app.writer.dropped == 0:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_until(lambda: app.writer.dropped, what="a dropped request-log row", timeout=10)
         metrics = httpx.get(url + "/metrics").text
         assert "quantroute_request_log_dropped_total 0.0" not in metrics
 
@@ -120,10 +115,8 @@ def test_a_pin_commit_that_fails_for_a_moment_is_retried_and_the_request_succeed
         result: list[httpx.Response] = []
         t = threading.Thread(target=lambda: result.append(chat(url, TOLERANT, session="s-blip")))
         t.start()
-        deadline = time.monotonic() + 10
-        while app.pin_committer.errors < 2:  # it failed and was retried at least once
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        # it failed and was retried at least once
+        wait_until(lambda: app.pin_committer.errors >= 2, what="a failed pin commit retried", timeout=10)
         assert not result  # the answer waits for its pin
         app.pin_committer.engine = live
         t.join(30)
@@ -137,18 +130,13 @@ def test_invalid_policy_keeps_last_good_and_shows_the_error(make_settings, polic
         bad = policies / "policy-0002.yaml"
         bad.write_text("version: 2\nauthor: x\ncreated_at: '2026-01-01T00:00:00Z'\ntiers: []\nthresholds: []\n")
         activate_pointer(policies, 2)
-        deadline = time.monotonic() + 10
-        while app.holder.failures == 0:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        wait_until(lambda: app.holder.failures, what="the failed reload of version 2", timeout=10)
         view = admin(url).get("/admin/policy").json()
         assert view["version"] == 1 and view["last_error_version"] == 2 and "tiers" in view["last_error"]
         assert chat(url, TOLERANT).headers["x-quantroute-policy-version"] == "1"
         assert "quantroute_policy_reload_failures_total 1.0" in httpx.get(url + "/metrics").text
         write_policy(policies, 3)  # a good one after the bad one is picked up
-        while app.holder.current.version != 3:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        wait_until(lambda: app.holder.current.version == 3, what="version 3 active", timeout=10)
 
 
 def test_fifty_activations_under_steady_load(make_settings, policies):
@@ -175,10 +163,8 @@ def test_fifty_activations_under_steady_load(make_settings, policies):
         for v in range(2, 52):
             written[v] = time.monotonic()
             activate_pointer(policies, v)
-            deadline = time.monotonic() + 10
-            while app.holder.current.version != v:
-                assert time.monotonic() < deadline, f"version {v} never became active"
-                time.sleep(0.002)
+            wait_until(lambda v=v: app.holder.current.version == v, what=f"version {v} active", timeout=10,
+                       interval=0.002)
             seen[v] = time.monotonic()
             time.sleep(0.02)
         stop.set()

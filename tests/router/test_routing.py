@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import httpx
 import openai
 
+from tests.conftest import wait_until
 from tests.router.conftest import (
     FP16,
     INT4,
@@ -92,9 +92,7 @@ def test_first_sse_chunk_arrives_while_upstream_still_runs_and_disconnect_cancel
                 # the router still holds the upstream request open (it would take ~30 s to finish)
                 assert node.inflight == 1, "upstream finished before the client saw the first chunk"
             # the client closed the stream early: the router cancels the upstream request
-            deadline = time.monotonic() + 10
-            while node.inflight and time.monotonic() < deadline:
-                time.sleep(0.05)
+            wait_until(lambda: not node.inflight, what="the upstream request cancelled", timeout=10)
             assert node.inflight == 0
     finally:
         set_faults(sim, "int8-a", latency_factor=1.0)
@@ -138,17 +136,13 @@ def test_a_response_whose_tier_came_from_the_session_pin_says_so(router):
 
 def probed(app, timeout=10.0) -> None:
     """Wait for the startup probe of every node, so it cannot undo what the test sets."""
-    deadline = time.monotonic() + timeout
-    while any(n.last_probe is None for n in app.fleet.nodes.values()):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_until(lambda: all(n.last_probe is not None for n in app.fleet.nodes.values()), what="every node's first probe",
+               timeout=timeout)
 
 
 def wait_health(app, node_ids, healthy: bool, timeout=10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while any(app.fleet.nodes[n].healthy != healthy for n in node_ids):
-        assert time.monotonic() < deadline, f"nodes {node_ids} never became healthy={healthy}"
-        time.sleep(0.05)
+    wait_until(lambda: all(app.fleet.nodes[n].healthy == healthy for n in node_ids),
+               what=f"nodes {node_ids} to become healthy={healthy}", timeout=timeout)
 
 
 def test_pinned_tier_down_waits_then_503_and_unpinned_escalates_only_upward(make_settings, sim, policies):
@@ -197,10 +191,8 @@ def test_pinned_session_waits_for_capacity_then_is_served(make_settings, tmp_pat
 
         t = threading.Thread(target=lambda: results.append(chat(url, TOLERANT, session="s-wait")))
         t.start()
-        deadline = time.monotonic() + 5
-        while "quantroute_session_waits_total{tier=\"int4\"} 1.0" not in httpx.get(url + "/metrics").text:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_until(lambda: "quantroute_session_waits_total{tier=\"int4\"} 1.0" in httpx.get(url + "/metrics").text,
+                   what="the session's wait counted in /metrics", timeout=5, interval=0.01)
         app.fleet.nodes[freed].inflight -= 1
         app.fleet.notify()
         t.join(10)

@@ -3,7 +3,6 @@ and the router's purge task."""
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 import httpx
@@ -13,6 +12,7 @@ from quantroute.clock import utcnow
 from quantroute.db.engine import make_engine
 from quantroute.db.engine import session as db_session
 from quantroute.db.session_pin import SessionPin, claim_pins, purge_expired_pins
+from tests.conftest import wait_until
 from tests.router.conftest import TOLERANT, chat, router_at
 
 
@@ -80,10 +80,8 @@ def test_router_purges_expired_pins_in_the_background(make_settings):
     with router_at(settings) as (url, app):
         add_pins(eng, "stale", 11, expired_s_ago=3600)
         assert chat(url, TOLERANT, session="alive").status_code == 200
-        deadline = time.monotonic() + 10
-        while any(k.startswith("stale") for k in keys(eng)):
-            assert time.monotonic() < deadline, f"left: {sorted(keys(eng))}"
-            time.sleep(0.05)
+        wait_until(lambda: not any(k.startswith("stale") for k in keys(eng)),
+                   what=lambda: f"the stale pins purged (left: {sorted(keys(eng))})", timeout=10)
         assert keys(eng) == {"alive"}
         assert "quantroute_session_pins_purged_total 11.0" in httpx.get(url + "/metrics").text
     eng.dispose()

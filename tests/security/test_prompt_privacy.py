@@ -4,7 +4,6 @@ inside the router on a configured age."""
 from __future__ import annotations
 
 import json
-import time
 from datetime import timedelta
 
 import httpx
@@ -17,6 +16,7 @@ from quantroute.db.engine import init_db, make_engine
 from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
 from quantroute.router.privacy import redact_text, replay_record
+from tests.conftest import wait_until
 from tests.router.conftest import MODEL, make_settings, policies, router_at, sim  # noqa: F401  (fixtures)
 
 SECRET_HEADERS = {"x-api-key": "sk-live-0123456789abcdef", "authorization": "Bearer abc", "x-auth-token": "t0k3n",
@@ -51,13 +51,8 @@ def _rows(url: str) -> list:
 
 
 def _wait_rows(db_url: str, n: int) -> list:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        rows = _rows(db_url)
-        if len(rows) >= n:
-            return rows
-        time.sleep(0.05)
-    raise AssertionError(f"request log did not reach {n} rows")
+    wait_until(lambda: len(_rows(db_url)) >= n, what=f"{n} rows in the request log", timeout=15)
+    return _rows(db_url)
 
 
 @pytest.mark.parametrize("storage", ["redacted", "none"])
@@ -88,8 +83,7 @@ def test_retention_runs_inside_the_router(make_settings):  # noqa: F811  (fixtur
         s.add(RequestLog(ts=utcnow() - timedelta(minutes=10), model=MODEL, status=200, latency_ms=1.0))
         s.commit()
     with router_at(settings):
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and len(_rows(settings.db_url)) != 1:
-            time.sleep(0.1)
+        wait_until(lambda: len(_rows(settings.db_url)) == 1, what="one row left after retention", timeout=15,
+                   interval=0.1)
     assert len(_rows(settings.db_url)) == 1  # the old row went, the recent one stayed
     engine.dispose()

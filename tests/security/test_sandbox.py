@@ -10,12 +10,12 @@ import secrets
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from quantroute.evals import sandbox
+from tests.conftest import wait_until
 
 LAYERS = [pytest.param(True, id="bwrap+hook"), pytest.param(False, id="bwrap-only")]
 TESTS = ["assert add(2, 3) == 5", "assert add(-1, 1) == 0"]
@@ -64,10 +64,9 @@ def processes_with(token: str) -> list[int]:
 
 
 def wait_gone(token: str, within_s: float = 5.0) -> list[int]:
-    deadline = time.monotonic() + within_s
-    while (left := processes_with(token)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return left
+    wait_until(lambda: not processes_with(token), what=lambda: f"the answer's processes to exit (left: "
+               f"{processes_with(token)})", timeout=within_s, interval=0.1)
+    return processes_with(token)
 
 
 @pytest.mark.parametrize("hook", LAYERS)

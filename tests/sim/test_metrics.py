@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import wait_until
 
 REQUIRED = {
     "vllm:num_requests_running": "gauge", "vllm:num_requests_waiting": "gauge", "vllm:kv_cache_usage_perc": "gauge",
@@ -73,13 +74,14 @@ def test_a_node_at_max_num_seqs_queues_the_rest(sim):
     for t in threads:
         t.start()
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        def steady() -> str | None:
             s = scrape(url)
             # steady state: all 5 admitted or queued (a scrape can land while a request is still arriving)
             if value(s, "vllm:num_requests_waiting") == 3 and value(s, "vllm:num_requests_running") == 2:
-                break
-            time.sleep(0.02)
+                return s
+            return None
+
+        s = wait_until(steady, what="2 requests running and 3 waiting", timeout=10, interval=0.02)
         assert value(s, "vllm:num_requests_running") == 2
         assert value(s, "vllm:num_requests_waiting") == 3
         assert 0 < value(s, "vllm:kv_cache_usage_perc") < 1
@@ -89,8 +91,7 @@ def test_a_node_at_max_num_seqs_queues_the_rest(sim):
         for t in threads:
             t.join(10)
     # the aborted streams free their batch slots
-    deadline = time.monotonic() + 10
-    while value(scrape(url), "vllm:num_requests_running") and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: not value(scrape(url), "vllm:num_requests_running"), what="no request running", timeout=10,
+               interval=0.02)
     s = scrape(url)
     assert value(s, "vllm:num_requests_running") == 0 and value(s, "vllm:num_requests_waiting") == 0

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ import httpx
 import pytest
 
 from quantroute.ports import free_port
+from tests.conftest import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 240
@@ -79,18 +79,14 @@ def vllm_server(tmp_path_factory) -> Iterator[VllmServer]:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
+
+        def healthy() -> bool:
             if proc.poll() is not None:
                 pytest.fail(f"vLLM exited with {proc.returncode} before /health answered:\n{_tail(log)}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"vLLM did not answer /health within {START_TIMEOUT_S} s:\n{_tail(log)}")
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+            return httpx.get(f"{url}/health", timeout=2).status_code == 200
+
+        wait_until(healthy, what=lambda: f"vLLM to answer /health:\n{_tail(log)}", timeout=START_TIMEOUT_S,
+                   interval=0.5, ignore=(httpx.HTTPError,))
         yield VllmServer(url=url, model_dir=model_dir, deployment=DEPLOYMENT, model=MODEL, log=log)
     finally:
         _stop(proc)

@@ -16,7 +16,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from quantroute.registrar import inspect_model_dir
 from quantroute.rollout.service import RolloutService
 from quantroute.router.settings import RouterSettings
 from quantroute.router.testing import running_router
+from tests.conftest import wait_until
 
 pytestmark = [pytest.mark.vllm, pytest.mark.llmcompressor, pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -164,10 +164,8 @@ def stack(fleet, policy, tmp_path_factory):
         regs = {dep: register_artifact(model_dir=n.model_dir, node_url=n.url, deployment=dep, model=MODEL,
                                        hardware="cpu", router_url=url, token=TOKEN) for dep, n in fleet.items()}
         admin = RouterAdmin([url], TOKEN)
-        deadline = time.monotonic() + 120
-        while not all(n["healthy"] for n in admin.nodes()):
-            assert time.monotonic() < deadline, admin.nodes()
-            time.sleep(0.5)
+        wait_until(lambda: all(n["healthy"] for n in admin.nodes()),
+                   what=lambda: f"every node healthy (nodes: {admin.nodes()})", timeout=120, interval=0.5)
         yield {"url": url, "db_url": db_url, "engine": engine, "regs": regs, "admin": admin,
                "store": PolicyStore(tmp / "policies", engine), "tmp": tmp}
         admin.close()
@@ -305,10 +303,9 @@ def test_canary_of_a_second_int4_artifact_steps_and_rolls_back(stack):
     # Both arms answered, each from its own real artifact (32 new sessions at 25 %: at least 2 on the
     # candidate, as the guards need, in all but ~0.1 % of runs).
     assert served == {("baseline", INT4), ("candidate", CANARY)}, served
-    deadline = time.monotonic() + 60  # the router writes its request log in batches; the guards read it
-    while (verdict := svc.guard_verdict(MODEL)).status != "pass":
-        assert time.monotonic() < deadline, verdict
-        time.sleep(0.5)
+    # the router writes its request log in batches; the guards read it
+    wait_until(lambda: svc.guard_verdict(MODEL).status == "pass",
+               what=lambda: f"the guards to pass (verdict: {svc.guard_verdict(MODEL)})", timeout=60, interval=0.5)
     st = svc.step(MODEL, by="alice")
     assert st.percent == 100
     wait_version(stack["url"], st.policy_version)
@@ -322,7 +319,5 @@ def test_canary_of_a_second_int4_artifact_steps_and_rolls_back(stack):
 
 
 def wait_version(url: str, version: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while httpx.get(url + "/health", timeout=10).json()["policy_version"] != version:
-        assert time.monotonic() < deadline, f"router did not load policy version {version}"
-        time.sleep(0.1)
+    wait_until(lambda: httpx.get(url + "/health", timeout=10).json()["policy_version"] == version,
+               what=f"the router to load policy version {version}", timeout=timeout, interval=0.1)

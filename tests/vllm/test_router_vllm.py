@@ -8,7 +8,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -19,6 +18,7 @@ import yaml
 from quantroute.db.engine import init_db, make_engine
 from quantroute.router.settings import RouterSettings
 from quantroute.router.testing import running_router
+from tests.conftest import wait_until
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -62,14 +62,13 @@ def router_url(vllm_server, tmp_path_factory):
 
 
 def wait_healthy(url: str, timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        [node] = httpx.get(f"{url}/admin/nodes", headers={"authorization": f"Bearer {TOKEN}"},
-                           timeout=10).json()["nodes"]
-        if node["healthy"] or time.monotonic() > deadline:
-            assert node["healthy"], node
-            return node
-        time.sleep(0.2)
+    def node() -> dict:
+        [one] = httpx.get(f"{url}/admin/nodes", headers={"authorization": f"Bearer {TOKEN}"},
+                          timeout=10).json()["nodes"]
+        return one
+
+    return wait_until(lambda: (n := node())["healthy"] and n, what=lambda: f"the node healthy ({node()})",
+                      timeout=timeout, interval=0.2)
 
 
 @pytest.fixture
