@@ -26,7 +26,6 @@ import itertools
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ import yaml
 from sqlalchemy import create_engine, text
 
 from quantroute.fleet import load_fleet
+from quantroute.ports import free_port
 from quantroute.sim.runner import running_fleet
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,12 +49,6 @@ MODEL = "llama3-8b"
 TOLERANT = [{"role": "user", "content": "hi, tell me a joke about the sea"}]
 SENSITIVE = [{"role": "system", "content": "Answer with JSON only."},
              {"role": "user", "content": "Write python code to solve this equation step by step"}]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rss_mb(pid: int) -> float:

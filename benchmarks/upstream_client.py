@@ -23,6 +23,7 @@ import httpx
 import orjson
 import uvloop
 
+from quantroute.ports import free_port
 from quantroute.router.upstream import FastUpstream, HttpxUpstream
 
 HERE = Path(__file__).resolve().parent
@@ -31,12 +32,6 @@ BODY = orjson.dumps({"model": "llama3-8b", "messages": [{"role": "user", "conten
 STREAM_BODY = orjson.dumps({"model": "llama3-8b", "stream": True,
                             "messages": [{"role": "user", "content": "Write a short poem."}]})
 HEADERS = [(b"content-type", b"application/json")]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port: int, timeout: float = 30) -> None:

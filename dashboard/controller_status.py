@@ -16,10 +16,10 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from dashboard import data
+from quantroute.clock import utcnow
 from quantroute.controller.loop import leader_status
 from quantroute.db import notification as outbox
 from quantroute.db import rollout as rdb
-from quantroute.db.audit import utcnow
 from quantroute.db.engine import session as db_session
 
 REFRESH_S = 10  # a fragment run per 10 s: cheap (two small queries), and rare enough not to keep the page busy

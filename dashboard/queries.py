@@ -17,9 +17,11 @@ import pandas as pd
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from quantroute.clock import utcnow
+
 
 def _since(window_s: float, now: datetime | None = None) -> datetime:
-    return (now or datetime.now(UTC)) - timedelta(seconds=window_s)
+    return (now or utcnow()) - timedelta(seconds=window_s)
 
 
 def _bucket_expr(engine: Engine, bucket_s: int) -> str:
@@ -175,7 +177,7 @@ def pinned_sessions(engine: Engine, *, limit: int = 2000, now: datetime | None =
     """Live pins with the number of requests each session made (index on request_log.session_key) and how
     many of them took their tier from the pin: those that arrived after it was written (the first request,
     whose score chose the tier, arrived before; the router marks the others `x-quantroute-pinned: true`)."""
-    now = now or datetime.now(UTC)
+    now = now or utcnow()
     return _frame(engine, """
         SELECT p.session_key, p.model, p.tier, p.arm, p.deployment, p.policy_version,
                p.created_at AS since, p.last_used AS last_seen, p.expires_at,

@@ -15,12 +15,13 @@ import os
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from quantroute.clock import aware, utcnow
 from quantroute.db import audit
 from quantroute.db.engine import session as open_session
 from quantroute.db.user import LoginThrottle, User, UserToken, add_token, get_throttle, get_user, token_by_hash
@@ -62,7 +63,7 @@ class Throttle:
     max_failures: int = 5
     window: timedelta = timedelta(minutes=15)
     lockout: timedelta = timedelta(minutes=15)
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    clock: Callable[[], datetime] = field(default=utcnow)
 
 
 class AuthError(Exception):
@@ -106,18 +107,13 @@ def verify_password(password: str, stored: str) -> bool:
 _DUMMY_HASH = hash_password(os.urandom(8).hex())
 
 
-def _aware(at: datetime | None) -> datetime | None:
-    # SQLite hands back naive datetimes; every time stored here is UTC
-    return at.replace(tzinfo=UTC) if at is not None and at.tzinfo is None else at
-
-
 def authenticate(engine: Engine, name: str, password: str, *, throttle: Throttle = Throttle()) -> User:
     """The user for a correct name and password. After `throttle.max_failures` failures within its window the
     name is locked for `throttle.lockout`, even for the right password; failures and lockouts are audited."""
     name, now = name.strip(), throttle.clock()
     with open_session(engine) as s:
         state = get_throttle(session=s, name=name)
-        locked_until = _aware(state.locked_until) if state else None
+        locked_until = aware(state.locked_until) if state else None
         if locked_until is not None and locked_until > now:
             verify_password(password, _DUMMY_HASH)  # same cost as a real attempt
             audit.record(s, actor=name, action="auth.login_refused", subject=name,
@@ -131,11 +127,11 @@ def authenticate(engine: Engine, name: str, password: str, *, throttle: Throttle
             ok = False
         else:
             ok = verify_password(password, user.password_hash)
-        if ok:
+        if ok and user is not None:
             if state is not None:
                 s.delete(state)
                 s.commit()
-            return user  # type: ignore[return-value]
+            return user
         _count_failure(s, name, state, now, throttle)
         s.commit()
     raise AuthError("unknown user or wrong password")
@@ -143,7 +139,7 @@ def authenticate(engine: Engine, name: str, password: str, *, throttle: Throttle
 
 def _count_failure(s, name: str, state: LoginThrottle | None, now: datetime, throttle: Throttle) -> None:
     state = state or LoginThrottle(name=name)
-    first = _aware(state.first_failure_at)
+    first = aware(state.first_failure_at)
     if first is None or now - first > throttle.window:
         state.failures, state.first_failure_at, state.locked_until = 0, now, None
     state.failures += 1
@@ -191,7 +187,7 @@ def authenticate_token(engine: Engine, token: str) -> User:
         user = get_user(session=s, name=row.user_name) if row is not None and not row.revoked else None
         if row is None or user is None or user.disabled:
             raise AuthError("unknown, revoked or disabled token")
-        row.last_used_at = datetime.now(UTC)
+        row.last_used_at = utcnow()
         s.add(row)
         s.commit()
         s.refresh(user)

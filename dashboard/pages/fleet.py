@@ -4,12 +4,13 @@ tier, add top-tier nodes or revisit the classifier; routing cannot fix it)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import charts, data, fmt, ui
+from quantroute.clock import utcnow
 
 # label -> (window s, bucket s); buckets of whole minutes above 30 min, so those windows read the rollup
 WINDOWS = {"5 min": (300, 5), "15 min": (900, 15), "1 h": (3600, 60), "6 h": (21600, 300), "24 h": (86400, 900)}
@@ -54,7 +55,7 @@ NODE_COLUMNS = {  # widths in px (sum ~880): the table fits the main area of a 1
 
 
 def nodes_frame(nodes: list[dict], quiescence_s: int) -> pd.DataFrame:
-    now = datetime.now(UTC)
+    now = utcnow()
     rows = []
     for n in nodes:
         started = datetime.fromisoformat(n["generation_started"])

@@ -12,11 +12,6 @@ from sqlmodel import Field, Session, SQLModel, select
 
 from quantroute.clock import aware, utcnow
 
-
-def _aware(dt: datetime | None) -> datetime | None:
-    return None if dt is None else aware(dt)
-
-
 # Phases of a rollout that still owns its model's canary (machine.Phase minus the terminal ones).
 LIVE_PHASES = ("gated", "awaiting-approval", "progressing", "paused", "rolling-back")
 _LIVE = text(f"phase IN ({', '.join(repr(p) for p in LIVE_PHASES)})")
@@ -64,8 +59,8 @@ class Rollout(SQLModel, table=True):
     observed_at: datetime | None = None
 
     def fix_times(self) -> Rollout:
-        self.started_at, self.updated_at, self.step_at = map(_aware, (self.started_at, self.updated_at, self.step_at))
-        self.observed_at = _aware(self.observed_at)
+        self.started_at, self.updated_at = aware(self.started_at), aware(self.updated_at)
+        self.step_at, self.observed_at = aware(self.step_at), aware(self.observed_at)
         return self
 
     @property

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from quantroute.auth import require
+from quantroute.clock import utcnow
 from quantroute.db import audit
 from quantroute.db.policy_state import (
     PolicyActivation,
@@ -286,7 +287,7 @@ class PolicyStore:
             raise PolicyStoreError(f"parent version {parent} does not exist (have: {self._have()})")
         version = (have[-1] + 1) if have else 1
         stamped = policy.model_copy(update={"version": version, "parent": parent, "author": author,
-                                            "message": message, "created_at": datetime.now(UTC),
+                                            "message": message, "created_at": utcnow(),
                                             "content_hash": None})
         # Re-validate the whole document: model_copy skips validation.
         validate_data(policy_to_data(stamped), source=f"policy-{version:04d}")

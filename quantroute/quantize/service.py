@@ -12,9 +12,9 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
+from quantroute.clock import utcnow
 from quantroute.quantize.spec import (
     RECORD_FILE,
     SCHEME_TIER,
@@ -131,7 +131,7 @@ def quantize(*, source_dir: Path, out_dir: Path, scheme: str, method: str, deplo
         method=method, scheme=scheme, bits=made.bits, group_size=made.group_size,  # type: ignore[arg-type]  # the CLI validated these against the job's Literal choices
         calibration=calibration, source_dir=str(source_dir.resolve()), source_deployment=source_deployment,
         source_checksum=source.checksum, checksum=made.checksum, tools=result.tools,
-        created_at=datetime.now(UTC), seconds=result.seconds,
+        created_at=utcnow(), seconds=result.seconds,
         policy_deployment=PolicyDeployment(model=model, format=made.format, method=method,
                                            calibration_set=calibration_name, eval_suite=eval_suite,
                                            checksum=made.checksum))

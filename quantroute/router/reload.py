@@ -129,7 +129,8 @@ class PolicyHolder:
                 self.wanted = want
                 log.error("policy version %d cannot load; started on version %d, the newest that does", want, v)
             return active
-        raise first_error  # type: ignore[misc]
+        assert first_error is not None  # `want` itself was tried: every candidate failed, the first said why
+        raise first_error
 
     def _earlier_activations(self, want: int) -> list[int]:
         if self.engine is None:
@@ -137,7 +138,7 @@ class PolicyHolder:
         try:
             with db_session(self.engine) as s:
                 rows = activations(s)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - the history only offers fallbacks: without it, `want` alone
             log.warning("reading policy_activation history failed: %s", e)
             return []
         seen: list[int] = []

@@ -169,7 +169,7 @@ class RequestLogWriter:
             with self.engine.connect() as conn:  # type: ignore[union-attr]
                 conn.exec_driver_sql("SELECT 1")
             return True
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - whatever fails "SELECT 1" means the DB is not reachable now
             return False
 
     async def close(self, timeout_s: float = 5.0) -> None:

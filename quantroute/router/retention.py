@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from sqlalchemy.engine import Engine
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.db.request_log import prune_before
 
 log = logging.getLogger(__name__)

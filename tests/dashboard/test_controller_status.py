@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from quantroute.clock import utcnow
 from quantroute.controller.status import heartbeat_line
 from quantroute.db import controller as heartbeat
 from quantroute.db import notification as outbox
-from quantroute.db.audit import utcnow
 from quantroute.db.engine import session
 from tests.dashboard.conftest import page
 

@@ -85,7 +85,8 @@ class RawNode:
         await asyncio.gather(*others, return_exceptions=True)
 
     def stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._stop.set)  # type: ignore[union-attr]
+        if self._loop is not None:  # never started: nothing to stop
+            self._loop.call_soon_threadsafe(self._stop.set)
 
     @property
     def url(self) -> str:

@@ -42,7 +42,7 @@ def test_a_refusal_prints_one_line_and_exits_1(policies, db_engine):
 def test_guards_is_a_view_and_says_whether_a_controller_acts(policies, db_engine):
     """`rollout guards` no longer acts: a breaching verdict is shown and the rollout stays where it is; the
     controller (absent here) is what rolls back, and the view says so."""
-    from quantroute.db.audit import utcnow
+    from quantroute.clock import utcnow
     from quantroute.db.engine import session as db_session
     from quantroute.db.request_log import RequestLog
     from quantroute.policy.store import PolicyStore

@@ -9,7 +9,7 @@ import asyncio
 from sqlalchemy import create_engine
 from sqlmodel import select
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
 from quantroute.router.requestlog import RequestLogWriter

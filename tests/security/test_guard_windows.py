@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 from sqlmodel import select
 
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
 from quantroute.rollout import facts

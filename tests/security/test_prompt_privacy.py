@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 
 from dashboard.queries import replay_rows
-from quantroute.db.audit import utcnow
+from quantroute.clock import utcnow
 from quantroute.db.engine import init_db, make_engine
 from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
