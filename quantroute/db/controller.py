@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from quantroute.clock import utcnow
 
@@ -43,4 +43,4 @@ def latest(*, session: Session, role: str | None = None) -> ControllerHeartbeat 
     q = select(ControllerHeartbeat)
     if role:
         q = q.where(ControllerHeartbeat.role == role)
-    return session.exec(q.order_by(ControllerHeartbeat.last_pass_at.desc()).limit(1)).first()  # type: ignore[attr-defined]  # SQLModel types a column as its Python value type
+    return session.exec(q.order_by(col(ControllerHeartbeat.last_pass_at).desc()).limit(1)).first()

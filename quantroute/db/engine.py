@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sqlalchemy import event
+from sqlalchemy import Table, event, inspect
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, create_engine
+from sqlmodel import Session, SQLModel, create_engine
 
 DEFAULT_URL = "sqlite:///data/quantroute.db"
 
@@ -46,12 +46,6 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.close()
 
 
-def alembic_config(engine: Engine):
-    from quantroute.db.schema import alembic_config
-
-    return alembic_config(engine)
-
-
 def init_db(engine: Engine) -> None:
     """Create or upgrade the schema to every head (each feature area is its own migration branch), under the
     migration lock. Only `quantroute db upgrade`, the demo and test set-ups call it; processes call `require_schema`."""
@@ -66,6 +60,15 @@ def require_schema(engine: Engine) -> Engine:
 
     check(engine)
     return engine
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """The Core table of a table model, for the bulk statements the ORM would be slow at. (SQLAlchemy's mapping
+    sets `model.__table__`, but SQLModel does not declare it: read through the mapper, the type is known.)"""
+    table = inspect(model).local_table
+    if not isinstance(table, Table):
+        raise TypeError(f"{model.__name__} is not a table model")
+    return table
 
 
 def session(engine: Engine) -> Session:

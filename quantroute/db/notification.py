@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, Column, Index, UniqueConstraint
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from quantroute.clock import utcnow
 
@@ -50,17 +50,18 @@ def undelivered(*, session: Session, url: str, since: datetime) -> list[tuple[No
     """Notifications since `since` that `url` has not had (delivered or given up), oldest first, with their
     delivery row when a try was already made."""
     q = (select(Notification, WebhookDelivery)
-         .join(WebhookDelivery, (WebhookDelivery.notification_id == Notification.id)  # type: ignore[arg-type]  # SQLModel types a column as its Python value type
+         .join(WebhookDelivery, (col(WebhookDelivery.notification_id) == Notification.id)
                & (WebhookDelivery.url == url), isouter=True)
          .where(Notification.at >= since)
-         .order_by(Notification.id))  # type: ignore[arg-type]  # SQLModel types a column as its Python value type
+         .order_by(col(Notification.id)))
     return [(n, d) for n, d in session.exec(q) if d is None or d.status == "pending"]
 
 
 def failures(*, session: Session, since: datetime, limit: int = 20) -> list[tuple[Notification, WebhookDelivery]]:
     """Deliveries that failed for good or are being retried, newest first (the Rollouts page shows them)."""
-    q = (select(Notification, WebhookDelivery).join(WebhookDelivery, WebhookDelivery.notification_id == Notification.id)  # type: ignore[arg-type]  # SQLModel types a column as its Python value type
-         .where(Notification.at >= since, WebhookDelivery.last_error.is_not(None),  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
+    q = (select(Notification, WebhookDelivery)
+         .join(WebhookDelivery, col(WebhookDelivery.notification_id) == Notification.id)
+         .where(Notification.at >= since, col(WebhookDelivery.last_error).is_not(None),
                 WebhookDelivery.status != "delivered")
-         .order_by(WebhookDelivery.id.desc()).limit(limit))  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
+         .order_by(col(WebhookDelivery.id).desc()).limit(limit))
     return list(session.exec(q))

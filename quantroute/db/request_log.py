@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
 from quantroute.clock import aware
+from quantroute.db.engine import table_of
 
 # Values of request_log.arm (the router writes them, quantroute.router.canary): canary guards count only the first
 # two, the arms the router's hash chose; "direct" marks a request that named its deployment itself.
@@ -48,7 +49,7 @@ class RequestLog(SQLModel, table=True):
 
 
 def count_before(engine: Engine, before: datetime) -> int:
-    table = RequestLog.__table__  # type: ignore[attr-defined]  # SQLModel does not declare __table__ on the class
+    table = table_of(RequestLog)
     with engine.connect() as conn:
         q = sa.select(sa.func.count()).select_from(table).where(table.c.ts < aware(before))
         return int(conn.execute(q).scalar_one())
@@ -60,7 +61,7 @@ def prune_before(engine: Engine, before: datetime, *, batch: int = 10_000) -> in
     their counts: prune it separately (request_stats.prune_before). Returns the number of rows deleted."""
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
-    table = RequestLog.__table__  # type: ignore[attr-defined]  # SQLModel does not declare __table__ on the class
+    table = table_of(RequestLog)
     total = 0
     while True:
         with engine.begin() as conn:

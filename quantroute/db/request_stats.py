@@ -17,6 +17,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
+from quantroute.db.engine import table_of
+
 KEY = ("minute", "model", "tier", "deployment", "arm")
 SUMS = ("requests", "errors_5xx", "errors_4xx", "completion_tokens", "prompt_tokens", "latency_ms_sum",
         "ttft_ms_sum", "ttft_count")
@@ -80,7 +82,7 @@ def minute_stats(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _upsert_statement(dialect_name: str):
-    table = RequestStatsMinute.__table__
+    table = table_of(RequestStatsMinute)
     if dialect_name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
         bigger = sa.func.greatest

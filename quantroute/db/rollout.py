@@ -8,9 +8,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, Column, Index, UniqueConstraint, text, update
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from quantroute.clock import aware, utcnow
+from quantroute.db.engine import table_of
 
 # Phases of a rollout that still owns its model's canary (machine.Phase minus the terminal ones).
 LIVE_PHASES = ("gated", "awaiting-approval", "progressing", "paused", "rolling-back")
@@ -119,7 +120,7 @@ def swap_rollout(*, session: Session, rollout: Rollout, revision: int) -> bool:
     One UPDATE ... WHERE revision = :seen, so SQLite's writer lock and PostgreSQL's row lock decide the race."""
     values = rollout.model_dump(exclude={"id", "revision", "observed_version", "observed_at"})
     values["revision"] = revision + 1
-    table = Rollout.__table__  # type: ignore[attr-defined]  # SQLModel does not declare __table__ on the class
+    table = table_of(Rollout)
     result = session.execute(update(table).where(table.c.id == rollout.id, table.c.revision == revision)
                              .values(**values))
     if result.rowcount != 1:
@@ -131,7 +132,7 @@ def swap_rollout(*, session: Session, rollout: Rollout, revision: int) -> bool:
 def mark_observed(*, session: Session, rollout_id: int, version: int) -> bool:
     """Record that `version` was seen active, only while it is still the rollout's desired version (a later
     transition's own activation records itself). Idempotent; no revision bump, so no status write loses a race."""
-    table = Rollout.__table__  # type: ignore[attr-defined]  # SQLModel does not declare __table__ on the class
+    table = table_of(Rollout)
     result = session.execute(update(table).where(table.c.id == rollout_id, table.c.policy_version == version)
                              .values(observed_version=version, observed_at=utcnow()))
     return result.rowcount == 1
@@ -140,16 +141,16 @@ def mark_observed(*, session: Session, rollout_id: int, version: int) -> bool:
 def unconverged(*, session: Session) -> list[Rollout]:
     """Rollouts whose desired version is not yet observed active, any phase (a promotion or rollback whose
     activation did not happen is unfinished work), and every live one."""
-    q = select(Rollout).where((Rollout.phase.in_(LIVE_PHASES))  # type: ignore[attr-defined]  # SQLModel types a column as its Python value type
-                              | ((Rollout.policy_version.is_not(None))  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
-                                 & ((Rollout.observed_version.is_(None))  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
-                                    | (Rollout.observed_version != Rollout.policy_version))))
-    return [r.fix_times() for r in session.exec(q.order_by(Rollout.id))]  # type: ignore[arg-type]  # SQLModel types a column as its Python value type
+    q = select(Rollout).where((col(Rollout.phase).in_(LIVE_PHASES))
+                              | ((col(Rollout.policy_version).is_not(None))
+                                 & ((col(Rollout.observed_version).is_(None))
+                                    | (col(Rollout.observed_version) != Rollout.policy_version))))
+    return [r.fix_times() for r in session.exec(q.order_by(col(Rollout.id)))]
 
 
 def current_rollout(*, session: Session, model: str) -> Rollout | None:
     """The newest rollout of `model` (live or finished)."""
-    q = select(Rollout).where(Rollout.model == model).order_by(Rollout.id.desc()).limit(1)  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
+    q = select(Rollout).where(Rollout.model == model).order_by(col(Rollout.id).desc()).limit(1)
     row = session.exec(q).first()
     return row.fix_times() if row else None
 
@@ -158,7 +159,7 @@ def list_rollouts(*, session: Session, model: str | None = None, limit: int = 50
     q = select(Rollout)
     if model:
         q = q.where(Rollout.model == model)
-    return [r.fix_times() for r in session.exec(q.order_by(Rollout.id.desc()).limit(limit))]  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
+    return [r.fix_times() for r in session.exec(q.order_by(col(Rollout.id).desc()).limit(limit))]
 
 
 def add_event(*, session: Session, event: RolloutEvent) -> RolloutEvent:
@@ -167,7 +168,7 @@ def add_event(*, session: Session, event: RolloutEvent) -> RolloutEvent:
 
 
 def events_of(*, session: Session, rollout_id: int) -> list[RolloutEvent]:
-    q = select(RolloutEvent).where(RolloutEvent.rollout_id == rollout_id).order_by(RolloutEvent.id)  # type: ignore[arg-type]  # SQLModel types a column as its Python value type
+    q = select(RolloutEvent).where(RolloutEvent.rollout_id == rollout_id).order_by(col(RolloutEvent.id))
     return list(session.exec(q))
 
 

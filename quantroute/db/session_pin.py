@@ -6,9 +6,10 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import update
 from sqlalchemy.engine import Connection, Dialect
-from sqlmodel import Field, Session, SQLModel, delete, select
+from sqlmodel import Field, Session, SQLModel, col, delete, select
 
 from quantroute.clock import aware, utcnow
+from quantroute.db.engine import table_of
 
 
 class SessionPin(SQLModel, table=True):
@@ -48,7 +49,7 @@ class PinClaims:
     rows in the same order (no deadlock on PostgreSQL). The caller owns the transaction; each key at most once."""
 
     def __init__(self, dialect: Dialect) -> None:
-        table = SessionPin.__table__  # type: ignore[attr-defined]  # SQLModel does not declare __table__ on the class
+        table = table_of(SessionPin)
         self.mark = "?" if dialect.paramstyle == "qmark" else "%s"
         self.bind = [table.c[c].type.dialect_impl(dialect).bind_processor(dialect) for c in _COLUMNS]
         self.result = [table.c[c].type.dialect_impl(dialect).result_processor(dialect, None) for c in _COLUMNS]
@@ -107,27 +108,27 @@ def touch_pin(*, session: Session, session_key: str, ttl_s: int, now: datetime |
 
 
 def set_served_deployment(*, session: Session, session_key: str, deployment: str) -> None:
-    session.exec(update(SessionPin).where(SessionPin.session_key == session_key)  # type: ignore[call-overload]  # SQLModel types a column as its Python value type
+    session.exec(update(SessionPin).where(col(SessionPin.session_key) == session_key)
                  .values(served_deployment=deployment))
     session.commit()
 
 
 def rearm_pin(*, session: Session, session_key: str, arm: str) -> None:
     """Move a pinned session to another canary arm at the same tier; it picks its deployment afresh."""
-    session.exec(update(SessionPin).where(SessionPin.session_key == session_key)  # type: ignore[call-overload]  # SQLModel types a column as its Python value type
+    session.exec(update(SessionPin).where(col(SessionPin.session_key) == session_key)
                  .values(arm=arm, served_deployment=None))
     session.commit()
 
 
 def delete_pin(*, session: Session, session_key: str) -> bool:
-    res = session.exec(delete(SessionPin).where(SessionPin.session_key == session_key))  # type: ignore[call-overload]  # SQLModel types a column as its Python value type
+    res = session.exec(delete(SessionPin).where(col(SessionPin.session_key) == session_key))
     session.commit()
     return bool(res.rowcount)
 
 
 def list_pins(*, session: Session, limit: int = 1000, now: datetime | None = None) -> list[SessionPin]:
     q = select(SessionPin).where(SessionPin.expires_at > (now or utcnow()))
-    return list(session.exec(q.order_by(SessionPin.last_used.desc()).limit(limit)))  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
+    return list(session.exec(q.order_by(col(SessionPin.last_used).desc()).limit(limit)))
 
 
 def purge_expired_pins(*, session: Session, before: datetime, batch: int = 1000) -> int:
@@ -135,7 +136,7 @@ def purge_expired_pins(*, session: Session, before: datetime, batch: int = 1000)
     holds its locks briefly: call again while it returns `batch`. The outer `expires_at` test matters on
     PostgreSQL: a pin another replica refreshed while this ran is re-checked and kept."""
     keys = select(SessionPin.session_key).where(SessionPin.expires_at < before).limit(batch)
-    res = session.exec(delete(SessionPin).where(  # type: ignore[call-overload]  # SQLModel types a column as its Python value type
-        SessionPin.session_key.in_(keys.scalar_subquery()), SessionPin.expires_at < before))  # type: ignore[attr-defined]  # SQLModel types a column as its Python value type
+    res = session.exec(delete(SessionPin).where(
+        col(SessionPin.session_key).in_(keys.scalar_subquery()), col(SessionPin.expires_at) < before))
     session.commit()
     return int(res.rowcount or 0)

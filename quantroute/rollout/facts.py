@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import col, select
 
 from quantroute.admin_client import RouterAdmin, RouterUnavailable
 from quantroute.clock import aware
@@ -50,7 +50,7 @@ def eval_gate(engine: Engine, spec: CanarySpec, pin: str, *, since: datetime | N
         q = (select(EvalRun).where(EvalRun.candidate_deployment == spec.candidate,
                                    EvalRun.baseline_deployment == spec.baseline, EvalRun.status == "done",
                                    EvalRun.source == REGISTERED)
-             .order_by(EvalRun.id.desc()))  # type: ignore[union-attr]  # SQLModel types a column as its Python value type
+             .order_by(col(EvalRun.id).desc()))
         runs = list(s.exec(q))
     if since is not None:
         runs = [r for r in runs if aware(r.created_at) >= since]

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
+from quantroute.db.engine import table_of
 from quantroute.db.request_log import RequestLog
 from quantroute.db.request_stats import minute_stats, upsert_minute_stats
 from quantroute.router.storable import storable_row
@@ -68,7 +69,7 @@ class RequestLogWriter:
         self.last_rejected: str | None = None  # a sample of the last row the DB refused, for the operator
         self.on_drop = on_drop
         self._wake = asyncio.Event()
-        self._sql: str | None = None
+        self._sql = ""  # the INSERT for the engine in _prepared_for (set by _prepare)
         self._procs: list = []
         self._prepared_for: Engine | None = None
 
@@ -166,7 +167,7 @@ class RequestLogWriter:
     def _reachable(self) -> bool:
         """Tells "the DB is down" from "the DB refused these rows" (SQLite reports both as OperationalError)."""
         try:
-            with self.engine.connect() as conn:  # type: ignore[union-attr]
+            with self._db().connect() as conn:
                 conn.exec_driver_sql("SELECT 1")
             return True
         except Exception:  # noqa: BLE001 - whatever fails "SELECT 1" means the DB is not reachable now
@@ -201,14 +202,20 @@ class RequestLogWriter:
         # Aggregated before the transaction opens, so the DB write lock is held only for the two statements;
         # one transaction, so a failed batch (kept and retried) never leaves the rollup counting it.
         stats = minute_stats(batch)
-        with self.engine.begin() as conn:  # type: ignore[union-attr]
+        with self._db().begin() as conn:
             conn.exec_driver_sql(self._sql, rows)  # type: ignore[arg-type]
             upsert_minute_stats(conn=conn, stats=stats)
 
+    def _db(self) -> Engine:
+        """The engine, for the methods that run only with one (flush and close check it first)."""
+        if self.engine is None:
+            raise RuntimeError("the request log writer has no database")
+        return self.engine
+
     def _prepare(self) -> None:
         self._prepared_for = self.engine
-        dialect = self.engine.dialect  # type: ignore[union-attr]
-        table = RequestLog.__table__  # type: ignore[attr-defined]
+        dialect = self._db().dialect
+        table = table_of(RequestLog)
         # dialect_impl: the generic JSON type has no bind processor for psycopg (a dict would reach the driver
         # as is and fail); PostgreSQL's own JSON type wraps it
         self._procs = [(c, table.c[c].type.dialect_impl(dialect).bind_processor(dialect)) for c in COLUMNS]

@@ -60,6 +60,11 @@ class _Conn(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
+    def drop(self) -> None:
+        """Close the connection, if it ever opened (a dropped connection is never reused)."""
+        if self.transport is not None:
+            self.transport.close()
+
     def _fail(self, err: Exception) -> None:
         if self._headers_done is not None and not self._headers_done.done():
             self._headers_done.set_exception(err)
@@ -198,14 +203,13 @@ class Pool:
         try:
             await asyncio.wait_for(conn.start(head, body), timeout)
         except UpstreamError as e:
-            if conn.transport is not None:
-                conn.transport.close()
+            conn.drop()
             raise _Stale(str(e)) from None
         except TimeoutError:
-            conn.transport.close()  # type: ignore[union-attr]
+            conn.drop()
             raise UpstreamTimeout(f"node sent no response headers within {timeout:g}s") from None
         except BaseException:
-            conn.transport.close()  # type: ignore[union-attr]
+            conn.drop()
             raise
 
     def close(self) -> None:

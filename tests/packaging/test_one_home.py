@@ -1,5 +1,6 @@
-"""Shared helpers have one home each (issue 11: `utcnow`, `_aware` and `free_port` were written several times):
-no other module in the repository defines them again, or takes them from anywhere but their home."""
+"""Shared helpers have one home each: no other module in the repository defines them again, or takes them from
+anywhere but their home (issue 11: `utcnow`, `_aware` and `free_port` were written several times, and tests
+polled with deadline loops of their own)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from tests.conftest import REPO
 from tests.packaging.conftest import python_files
 
 HOMES = {"utcnow": "quantroute.clock", "aware": "quantroute.clock", "_aware": "quantroute.clock",
-         "free_port": "quantroute.ports", "wait_until": "tests.support.waiting"}
+         "free_port": "quantroute.ports", "wait_until": "tests.support.waiting",
+         "alembic_config": "quantroute.db.schema"}
 # where the name is imported from, besides its home: tests take shared helpers through tests/conftest.py
 ALSO_FROM = {"free_port": {"tests.conftest"}, "wait_until": {"tests.conftest"}}
 

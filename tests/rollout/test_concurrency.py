@@ -14,11 +14,12 @@ from sqlalchemy import text
 from sqlmodel import select
 
 from quantroute.clock import utcnow
-from quantroute.db.engine import alembic_config, init_db, make_engine
+from quantroute.db.engine import init_db, make_engine
 from quantroute.db.engine import session as db_session
 from quantroute.db.policy_state import PolicyActivation
 from quantroute.db.request_log import RequestLog
 from quantroute.db.rollout import LIVE_PHASES, Rollout
+from quantroute.db.schema import alembic_config
 from quantroute.policy.files import read_pointer
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout import activation, facts

@@ -13,8 +13,9 @@ from alembic import command
 from sqlalchemy import text
 
 from quantroute.clock import utcnow
-from quantroute.db.engine import alembic_config, init_db, make_engine
+from quantroute.db.engine import init_db, make_engine
 from quantroute.db.request_stats import COLUMNS, KEY, minute_stats, rollup_select_sql
+from quantroute.db.schema import alembic_config
 from quantroute.router.requestlog import RequestLogWriter
 
 TIERS = [("fp16", "llama3-8b-fp16"), ("int8", "llama3-8b-w8a8-int8"), ("int4", "llama3-8b-awq-w4a16"),
