@@ -15,6 +15,7 @@ from sqlalchemy.engine import Engine
 from quantroute.clock import aware, utcnow
 from quantroute.db import notification as outbox
 from quantroute.db.engine import session as db_session
+from quantroute.db.engine import stored_id
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def _deliver_to(engine: Engine, client: httpx.Client, url: str, backoff: Backoff
             return  # waiting for its retry; later notifications wait behind it (order)
         error = _post(client, url, note.payload)
         with db_session(engine) as s:
-            row = d if d is not None else outbox.WebhookDelivery(notification_id=note.id, url=url)  # type: ignore[arg-type]  # a stored notification has its id
+            row = d if d is not None else outbox.WebhookDelivery(notification_id=stored_id(note), url=url)
             row = s.merge(row)
             row.attempts += 1
             if error is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Protocol
 
 from sqlalchemy import Table, event, inspect
 from sqlalchemy.engine import Engine
@@ -69,6 +70,18 @@ def table_of(model: type[SQLModel]) -> Table:
     if not isinstance(table, Table):
         raise TypeError(f"{model.__name__} is not a table model")
     return table
+
+
+class Stored(Protocol):
+    id: int | None
+
+
+def stored_id(row: Stored) -> int:
+    """The primary key of a row read from, or flushed to, the database: None only before its first flush, so
+    a None here is a bug, said loudly instead of a query for `id IS NULL` that finds nothing."""
+    if row.id is None:
+        raise ValueError(f"{type(row).__name__} has no id: it was never stored")
+    return row.id
 
 
 def session(engine: Engine) -> Session:

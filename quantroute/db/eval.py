@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Text, UniqueConstraint
-from sqlmodel import Field, Session, SQLModel, select
+from sqlalchemy import JSON, Column, Text, UniqueConstraint, true
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from quantroute.clock import utcnow
 
@@ -117,8 +117,8 @@ def results_of(*, session: Session, run_id: int) -> list[EvalResult]:
 def passing_runs_by_tier(*, session: Session, suite_hash: str, baseline_deployment: str) -> dict[str, int]:
     """For each candidate tier, the newest run on the same suite and baseline whose gate passed."""
     q = (select(EvalRun).where(EvalRun.suite_hash == suite_hash, EvalRun.baseline_deployment == baseline_deployment,
-                               EvalRun.gate_passed == True, EvalRun.status == "done")  # noqa: E712 - SQL comparison
-         .order_by(EvalRun.id.desc()))
+                               col(EvalRun.gate_passed) == true(), EvalRun.status == "done")
+         .order_by(col(EvalRun.id).desc()))
     out: dict[str, int] = {}
     for run in session.exec(q):
         if run.candidate_tier and run.candidate_tier not in out and run.id is not None:
@@ -129,6 +129,6 @@ def passing_runs_by_tier(*, session: Session, suite_hash: str, baseline_deployme
 def latest_passing_run(*, session: Session, candidate_deployment: str) -> EvalRun | None:
     """What canary guards ask: has this deployment passed the gate?"""
     q = (select(EvalRun).where(EvalRun.candidate_deployment == candidate_deployment,
-                               EvalRun.gate_passed == True)  # noqa: E712 - SQL comparison
-         .order_by(EvalRun.id.desc()).limit(1))
+                               col(EvalRun.gate_passed) == true())
+         .order_by(col(EvalRun.id).desc()).limit(1))
     return session.exec(q).first()

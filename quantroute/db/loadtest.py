@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column
+from sqlalchemy import JSON, Column, true
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from quantroute.clock import utcnow
@@ -125,7 +125,7 @@ def passed_at_concurrency(session: Session, *, concurrency: int, deployment: str
     """The newest run with a step at `concurrency` or more that met every limit: the rollout checklist's
     "staircase load test run at the target concurrency". None when there is no such run."""
     q = (select(LoadTestRun).join(LoadTestStep, col(LoadTestStep.run_id) == col(LoadTestRun.id))
-         .where(LoadTestStep.passed == True, col(LoadTestStep.concurrency) >= concurrency))  # noqa: E712 - SQL comparison
+         .where(col(LoadTestStep.passed) == true(), col(LoadTestStep.concurrency) >= concurrency))
     if deployment is not None:
         q = q.where(LoadTestRun.deployment == deployment)
     if model is not None:

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 from quantroute.db import eval as db
 from quantroute.db.engine import session as open_session
 from quantroute.evals.gate import GateConfig, Verdict, evaluate
-from quantroute.evals.runner import Arm, ItemResult, Progress, RunSettings, collect, parse_endpoint, resolve_arm
+from quantroute.evals.runner import ItemResult, Progress, RunSettings, collect, parse_endpoint, resolve_arm
 from quantroute.evals.stats import Pair, Report, build_report
 from quantroute.evals.suite import CATEGORIES, VALIDITY_GRADERS, Suite
 from quantroute.tiers import Tier
@@ -122,8 +122,8 @@ async def execute_run(*, suite: Suite, baseline: str, candidate: str, engine: En
     settings, gate = settings or RunSettings(), gate or GateConfig()
     endpoints = (parse_endpoint(baseline), parse_endpoint(candidate))
     async with httpx.AsyncClient(transport=transport, timeout=settings.timeout_s) as client:
-        arms: tuple[Arm, Arm] = tuple([await resolve_arm(client, name, ep, policy)  # type: ignore[assignment]  # a tuple of exactly the two arms
-                                       for name, ep in zip(("baseline", "candidate"), endpoints)])
+        arms = (await resolve_arm(client, "baseline", endpoints[0], policy),
+                await resolve_arm(client, "candidate", endpoints[1], policy))
         with open_session(engine) as s:
             run = db.create_run(session=s, run=db.EvalRun(
                 suite_name=suite.name, suite_path=suite.path, suite_hash=suite.hash, n_items=len(suite.items),

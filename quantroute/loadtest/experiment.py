@@ -298,8 +298,8 @@ async def climb(stack: FleetStack, *, name: str, label: str, policy: Policy, tra
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         for t in done:
-            if t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]  # raised only when the task failed (checked above)
+            if (error := t.exception()) is not None:
+                raise error
         after = await router_counters(scraper, stack.router_url)
     steps = [step_result(c, sp, results, node_tier, time_scale) for c, sp in raw]
     best = stop_reason = None

@@ -120,8 +120,8 @@ async def run_step(config: LoadTestConfig, traffic: Sequence[TrafficLine], index
     except TimeoutError:
         task.cancel()  # cut the stragglers; their tokens inside the window still count
         await asyncio.gather(task, return_exceptions=True)
-    if task.done() and not task.cancelled() and task.exception() is not None:
-        raise task.exception()  # type: ignore[misc]  # raised only when the task failed (checked above)
+    if task.done() and not task.cancelled() and (error := task.exception()) is not None:
+        raise error
     return summarize(results, start=start, end=end, index=index, concurrency=conc, rate=rate)
 
 

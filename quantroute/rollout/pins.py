@@ -7,7 +7,7 @@ Sessions that named the candidate's deployment id explicitly keep it."""
 from __future__ import annotations
 
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import col, select
 
 from quantroute.db.engine import session as db_session
 from quantroute.db.session_pin import SessionPin
@@ -20,7 +20,7 @@ def release_candidate_pins(engine: Engine, *, model: str, router=None) -> int:
     admin client; it is not needed. Returns how many sessions were released."""
     with db_session(engine) as s:
         rows = list(s.exec(select(SessionPin).where(SessionPin.model == model, SessionPin.arm == CANDIDATE,
-                                                    SessionPin.deployment == None)))  # noqa: E711 - SQL: IS NULL
+                                                    col(SessionPin.deployment).is_(None))))
         for r in rows:
             r.arm, r.served_deployment = BASELINE, None
             s.add(r)

@@ -42,6 +42,7 @@ from quantroute.db import audit
 from quantroute.db import notification as outbox
 from quantroute.db import rollout as db
 from quantroute.db.engine import session as db_session
+from quantroute.db.engine import stored_id
 from quantroute.db.request_log import BASELINE_ARM, CANDIDATE_ARM
 from quantroute.policy.model import CanarySpec, Policy
 from quantroute.policy.store import PolicyStore
@@ -197,7 +198,7 @@ class RolloutService:
                 raise RolloutRefused(f"tick refused: {why}")
         with db_session(self.engine) as s:
             for item in items:
-                db.tick(session=s, rollout_id=row.id, item=item, by=by, note=note)  # type: ignore[arg-type]  # a stored row has its id
+                db.tick(session=s, rollout_id=stored_id(row), item=item, by=by, note=note)
             audit.record(s, actor=by, action="rollout.tick", subject=model,
                          detail={"rollout_id": row.id, "items": items, "note": note})
             s.commit()
@@ -224,7 +225,7 @@ class RolloutService:
             try:
                 self._breach(row, by, v)
             except RolloutRefused:
-                now_phase = Phase(self._by_id(row.id).phase)  # type: ignore[arg-type]  # a stored row has its id
+                now_phase = Phase(self._by_id(stored_id(row)).phase)
                 if not (now_phase.terminal or now_phase == Phase.rolling_back):
                     raise
                 # someone rolled it back (or promoted it) meanwhile: nothing left for this breach to do
@@ -266,7 +267,7 @@ class RolloutService:
             if db.swap_rollout(session=s, rollout=new, revision=row.revision):
                 s.commit()
                 return new
-        return self._by_id(row.id)  # type: ignore[arg-type]  # a stored row has its id
+        return self._by_id(stored_id(row))
 
     def _verdict(self, row: db.Rollout) -> GuardVerdict:
         spec, policy = self._spec(row)
@@ -304,10 +305,10 @@ class RolloutService:
         if row is None:
             return []
         with db_session(self.engine) as s:
-            seen = max((e.id or 0 for e in db.events_of(session=s, rollout_id=row.id)), default=0)  # type: ignore[arg-type]  # a stored row has its id
+            seen = max((e.id or 0 for e in db.events_of(session=s, rollout_id=stored_id(row))), default=0)
         if not row.converged and (self.clock() - row.updated_at).total_seconds() >= HEAL_GRACE_S:
             self._heal(row, by)
-            row = self._by_id(row.id)  # type: ignore[arg-type]  # a stored row has its id
+            row = self._by_id(stored_id(row))
         if row.phase == Phase.rolling_back.value:
             self._finish_rollback(row, by)
         elif row.phase == Phase.gated.value:
@@ -318,7 +319,7 @@ class RolloutService:
         elif row.phase in (Phase.progressing.value, Phase.paused.value):
             self.evaluate_guards(model, by=by)
         with db_session(self.engine) as s:
-            return [e.message for e in db.events_of(session=s, rollout_id=row.id)  # type: ignore[arg-type]  # a stored row has its id
+            return [e.message for e in db.events_of(session=s, rollout_id=stored_id(row))
                     if (e.id or 0) > seen and e.actor == by and not e.refused]
 
     def _heal(self, row: db.Rollout, by: str) -> str | None:
@@ -361,7 +362,7 @@ class RolloutService:
         if row.policy_version is None or not activation.observed(self.store, row):
             return False
         with db_session(self.engine) as s:
-            db.mark_observed(session=s, rollout_id=row.id, version=row.policy_version)  # type: ignore[arg-type]  # a stored row has its id
+            db.mark_observed(session=s, rollout_id=stored_id(row), version=row.policy_version)
             s.commit()
         return True
 
@@ -374,7 +375,7 @@ class RolloutService:
             row = self._apply(row, by, machine.TrafficMoved(version=row.policy_version or 0),
                               detail={"observed_version": row.policy_version})
         except RolloutRefused:
-            return self._by_id(row.id)  # type: ignore[arg-type]  # another actor finished it first
+            return self._by_id(stored_id(row))
         released = release_candidate_pins(self.engine, model=row.model, router=self.router)
         if released:
             with db_session(self.engine) as s:
@@ -391,9 +392,9 @@ class RolloutService:
         gate = facts.eval_gate(self.engine, spec, policy.deployments[row.candidate].eval_suite)
         with db_session(self.engine) as s:
             events = [e.model_dump(mode="json", exclude={"rollout_id"})
-                      for e in db.events_of(session=s, rollout_id=row.id)]  # type: ignore[arg-type]  # a stored row has its id
-        return RolloutStatus(id=row.id, model=row.model, candidate=row.candidate,
-                             baseline=row.baseline,  # type: ignore[arg-type]  # a stored row has its id
+                      for e in db.events_of(session=s, rollout_id=stored_id(row))]
+        return RolloutStatus(id=stored_id(row), model=row.model, candidate=row.candidate,
+                             baseline=row.baseline,
                              phase=row.phase, steps=row.steps, step_index=row.step_index, percent=row.percent,
                              started_at=row.started_at, updated_at=row.updated_at, started_by=row.started_by,
                              approved_by=row.approved_by, target_concurrency=row.target_concurrency,
@@ -411,7 +412,7 @@ class RolloutService:
     def _checklist(self, row: db.Rollout) -> cl.Checklist:
         with db_session(self.engine) as s:
             ticks = {k: v.ticked_by for k, v in db.ticks_of(session=s,
-                                                            rollout_id=row.id).items()}  # type: ignore[arg-type]  # a stored row has its id
+                                                            rollout_id=stored_id(row)).items()}
         return cl.evaluate(self._facts(row), ticks)
 
     def _facts(self, row: db.Rollout) -> dict[str, cl.Fact]:
@@ -487,8 +488,8 @@ class RolloutService:
 
     def _refused(self, row: db.Rollout, by: str, name: str, reason: str) -> None:
         with db_session(self.engine) as s:
-            s.add(db.RolloutEvent(rollout_id=row.id, actor=by, action=name,
-                                  phase_before=row.phase,  # type: ignore[arg-type]  # a stored row has its id
+            s.add(db.RolloutEvent(rollout_id=stored_id(row), actor=by, action=name,
+                                  phase_before=row.phase,
                                   phase_after=row.phase, percent_before=row.percent, percent_after=row.percent,
                                   refused=True, message=reason))
             s.commit()
@@ -507,7 +508,7 @@ class RolloutService:
             won = self._commit(row, by, name, out, detail, changes or {})
             if won is not None:
                 return won
-            fresh = self._by_id(row.id)  # type: ignore[arg-type]  # a stored row has its id
+            fresh = self._by_id(stored_id(row))
             if not isinstance(action, REDECIDE) and (fresh.phase, fresh.step_index) != (row.phase, row.step_index):
                 reason = (f"{name} refused: rollout {row.id} changed while you acted (it was {row.phase} at "
                           f"{row.percent:g}%, now {fresh.phase} at {fresh.percent:g}%: {fresh.message}); nothing "
@@ -521,7 +522,7 @@ class RolloutService:
                 changes: dict) -> db.Rollout | None:
         """Write one transition: version file, then the row's compare-and-swap (with its event), then, only
         for the winner, activation. None when another actor wrote the row first."""
-        if self._by_id(row.id).revision != row.revision:  # type: ignore[arg-type]  # a stored row has its id
+        if self._by_id(stored_id(row)).revision != row.revision:
             return None  # already lost: write no version nobody will serve
         new = db.Rollout(**{**row.model_dump(), **changes})
         v_active = self.store.active_version()
@@ -548,7 +549,7 @@ class RolloutService:
         if written:
             activation.activate(self.store, new, v_after, by=by, rollback=rolling_back)  # type: ignore[arg-type]  # v_after is set whenever traffic moves
         if out.traffic:
-            activation.settle(self.store, self.engine, rollout_id=new.id, revision=new.revision, by=by)  # type: ignore[arg-type]  # a stored row has its id
+            activation.settle(self.store, self.engine, rollout_id=stored_id(new), revision=new.revision, by=by)
             self._observe(new)
         if rolling_back:
             return self._finish_rollback(new, by)
@@ -560,7 +561,7 @@ class RolloutService:
         hear about, the notifications: all in the caller's transaction, so they commit with the status or not."""
         detail = {**self.actor_detail, **(detail or {})}
         ev = db.add_event(session=s, event=db.RolloutEvent(
-            rollout_id=row.id, actor=by, action=name, phase_before=phase_before, phase_after=row.phase,  # type: ignore[arg-type]  # a stored row has its id
+            rollout_id=stored_id(row), actor=by, action=name, phase_before=phase_before, phase_after=row.phase,
             percent_before=pct_before, percent_after=row.percent, version_before=v_before, version_after=v_after,
             message=message, detail=detail))
         audit.record(s, actor=by, action=f"rollout.{name}", subject=row.model, version_before=v_before,
