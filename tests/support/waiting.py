@@ -18,8 +18,8 @@ def wait_until(predicate: Callable[[], T], *, what: str | Callable[[], object], 
                interval: float = 0.05, ignore: tuple[type[Exception], ...] = ()) -> T:
     """Call `predicate` every `interval` seconds until it returns something truthy, and return that.
 
-    After `timeout` seconds (the predicate gets one last call at the bound) fail with an AssertionError naming
-    `what` was awaited and the last value seen. `what` may be a callable, evaluated only on failure, for a message
+    Once `timeout` seconds have passed, fail with an AssertionError naming `what` was awaited and the last value
+    seen (cut to 500 characters). `what` may be a callable, evaluated only on failure, for a message
     that shows state at that moment. Exceptions of the types in `ignore` (a server not listening yet) count as
     "not yet"; the last one is chained to the failure."""
     deadline = time.monotonic() + timeout
@@ -35,5 +35,5 @@ def wait_until(predicate: Callable[[], T], *, what: str | Callable[[], object], 
             last = repr(got)
         if time.monotonic() >= deadline:
             name = what() if callable(what) else what
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {name} (last: {last})") from error
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {name} (last: {last[:500]})") from error
         time.sleep(interval)
