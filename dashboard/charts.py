@@ -9,6 +9,8 @@ import pandas as pd
 
 from quantroute.tiers import TIER_ORDER
 
+# what the builders return and st.altair_chart draws: one chart, layers of charts, or a chart per facet
+Drawable = alt.Chart | alt.LayerChart | alt.FacetChart
 TIERS = [t.value for t in TIER_ORDER]
 TIER_COLOURS = dict(zip(TIERS, ["#1f4e79", "#2e86c1", "#f39c12", "#c0392b"]))
 TIER_SCALE = alt.Scale(domain=TIERS, range=list(TIER_COLOURS.values()))
@@ -60,7 +62,7 @@ def share_frame(df: pd.DataFrame, tiers: list[str] | None = None) -> pd.DataFram
     return out
 
 
-def tier_share(df: pd.DataFrame, limit: float | None = None, tiers: list[str] | None = None) -> alt.Chart:
+def tier_share(df: pd.DataFrame, limit: float | None = None, tiers: list[str] | None = None) -> Drawable:
     """Share of traffic per tier as horizontal bars, every tier named and labelled with its share; the
     fleet-composition limit drawn on the top tier."""
     full = share_frame(df, tiers)
@@ -99,7 +101,7 @@ def category_frame(report: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def eval_categories(df: pd.DataFrame) -> alt.Chart:
+def eval_categories(df: pd.DataFrame) -> Drawable:
     """Per-category pass-rate bars per arm with 95 % CI error bars."""
     base = alt.Chart(df).encode(x=alt.X("arm:N", title=None, axis=alt.Axis(labels=False, ticks=False)))
     bars = base.mark_bar().encode(
@@ -116,7 +118,7 @@ def eval_categories(df: pd.DataFrame) -> alt.Chart:
 
 
 def guard_metric(df: pd.DataFrame, metric: str, limit: float | None = None, *, ratio: bool = False,
-                 window: tuple[pd.Timestamp, pd.Timestamp] | None = None) -> alt.Chart:
+                 window: tuple[pd.Timestamp, pd.Timestamp] | None = None) -> Drawable:
     """A guard metric per arm over time with its limit drawn: an absolute limit (error rate) as a flat rule,
     a ratio limit (p95 latency, TTFT) as the baseline's value times the ratio, bucket by bucket. `window` fixes
     the time axis (the guard window the page shows)."""
@@ -141,7 +143,7 @@ def guard_metric(df: pd.DataFrame, metric: str, limit: float | None = None, *, r
     return alt.layer(*layers).properties(height=200)
 
 
-def capacity(df: pd.DataFrame, usable_gib: float) -> alt.Chart:
+def capacity(df: pd.DataFrame, usable_gib: float) -> Drawable:
     """Stacked weights / KV cache / headroom (GiB) per format, with the usable VRAM drawn."""
     long = df.melt(id_vars=["format"], value_vars=["weights GiB", "KV GiB (at concurrency)", "headroom GiB"],
                    var_name="part", value_name="GiB")
@@ -157,7 +159,7 @@ def capacity(df: pd.DataFrame, usable_gib: float) -> alt.Chart:
     return (bars + rule).properties(height=260)
 
 
-def replay_causes(df: pd.DataFrame) -> alt.Chart:
+def replay_causes(df: pd.DataFrame) -> Drawable:
     """Requests whose tier changes, per responsible rule: one bar of 28 px per rule with its count written at
     its end, rule names in full beside the bars."""
     y = alt.Y("rule:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320, labelOverlap=False, labelFontSize=12))

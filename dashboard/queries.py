@@ -221,7 +221,8 @@ def arm_guard_series(engine: Engine, *, model: str, window_s: float = 900, bucke
 
 def audit_events(engine: Engine, *, actor: str | None = None, action_prefix: str | None = None,
                  search: str | None = None, since: datetime | None = None, limit: int = 500) -> pd.DataFrame:
-    where, params = ["1=1"], {"n": int(limit)}
+    where = ["1=1"]
+    params: dict[str, object] = {"n": int(limit)}
     if actor:
         where.append("actor = :actor")
         params["actor"] = actor

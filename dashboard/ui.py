@@ -30,7 +30,7 @@ def user() -> CurrentUser:
 
 def can(action: str) -> bool:
     u = st.session_state.get("user")
-    return bool(u) and allowed(u["role"], action)
+    return allowed(u["role"], action) if u else False
 
 
 def refusal(failed: str, error: Exception) -> str:

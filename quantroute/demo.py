@@ -232,7 +232,7 @@ def seed_staircase(stack: Stack, *, step_seconds: float = 5.0, staircase: tuple[
     canary = next(iter(policy.canaries), None)
     fleet = yaml.safe_load((stack.dir / "fleet.yaml").read_text())
     nodes = [n for n in fleet["nodes"] if canary and n["deployment"]["id"] == canary.candidate]
-    if not nodes:
+    if canary is None or not nodes:
         engine.dispose()
         return None
     # One node, addressed directly: the candidate's own capacity, not the router's mix of tiers.

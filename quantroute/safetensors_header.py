@@ -72,14 +72,14 @@ def read_header(path: Path) -> list[TensorHeader]:
         if name == "__metadata__":
             continue
         try:
-            e = _Entry.model_validate(entry)
+            parsed = _Entry.model_validate(entry)
         except ValidationError as err:
             first = err.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise HeaderError(f"{path}: tensor {name!r}: {where}: {first['msg']}") from None
-        if e.dtype not in DTYPE_BYTES:
-            raise HeaderError(f"{path}: tensor {name!r} has unknown dtype {e.dtype!r}; "
+        if parsed.dtype not in DTYPE_BYTES:
+            raise HeaderError(f"{path}: tensor {name!r} has unknown dtype {parsed.dtype!r}; "
                               f"valid: {', '.join(DTYPE_BYTES)}")
-        tensors.append(TensorHeader(name=name, dtype=e.dtype, shape=e.shape,
-                                    data_offsets=e.data_offsets, file=path.name))
+        tensors.append(TensorHeader(name=name, dtype=parsed.dtype, shape=parsed.shape,
+                                    data_offsets=parsed.data_offsets, file=path.name))
     return tensors

@@ -135,7 +135,7 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
                     st.rerun()
                 st.error("a policy is a mapping of keys (version, tiers, rules, thresholds, ...)")
 
-    policy, issues = validate(edited)
+    policy, issues = validate(edited)  # a policy exactly when there are no issues
     st.session_state["policy_issue_slots"] = [policy_form.slot_path(i.path, kept) for i in issues]
     left = policy_form.fill(slots, issues, kept)
     if issues:
@@ -144,6 +144,7 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
         for i in left:
             st.error(f"`{i.path}`: {i.message}")
         return
+    assert policy is not None
 
     st.subheader(f"Diff against the active version ({active.version})")
     changes = changes_frame(active, policy)

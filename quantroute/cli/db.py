@@ -82,8 +82,8 @@ def prune(older_than: str, rollup_older_than: str | None, batch: int, dry_run: b
         msg = f"dry run: would delete {n} request_log row(s) before {raw_cut:%Y-%m-%d %H:%M:%S} UTC"
         if roll_s is not None:
             with engine.connect() as conn:
-                m = request_stats.count_before(conn=conn, before=now - timedelta(seconds=roll_s))
-            msg += f" and {m} rollup row(s)"
+                counted = request_stats.count_before(conn=conn, before=now - timedelta(seconds=roll_s))
+            msg += f" and {counted} rollup row(s)"
         click.echo(f"{msg} ({where})")
         return
     n = request_log.prune_before(engine, raw_cut, batch=batch)

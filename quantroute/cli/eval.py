@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -69,9 +69,11 @@ def print_view(view: RunView, console: Console) -> None:
                       f"calibration={art.get('calibration_set') or '-'} checksum={str(art.get('checksum') or '-')[:19]}"
                       f"  [dim]({arm.get('artifact_source')})[/dim]")
     t = Table(title="baseline vs candidate (pass rate %, delta in points)", show_lines=False)
-    for col, just in (("category", "left"), ("n", "right"), ("baseline", "right"), ("candidate", "right"),
-                      ("delta", "right"), ("95% CI", "right"), ("McNemar p", "right"), ("only cand. fail", "right"),
-                      ("only base fail", "right"), ("retry % b/c", "right")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("category", "left"), ("n", "right"), ("baseline", "right"), ("candidate", "right"), ("delta", "right"),
+        ("95% CI", "right"), ("McNemar p", "right"), ("only cand. fail", "right"), ("only base fail", "right"),
+        ("retry % b/c", "right"))
+    for col, just in columns:
         t.add_column(col, justify=just)
     failing = {r.scope for r in view.verdict.reasons if r.check in ("category", "overall")}
     for comp in [*view.report.categories, view.report.overall]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -12,6 +13,10 @@ from rich.table import Table
 
 from quantroute.cli.identity import acting_user
 from quantroute.policy.loader import PolicyValidationError, load_policy
+
+if TYPE_CHECKING:  # imported lazily below: the CLI starts fast (quantroute/cli/main.py)
+    from quantroute.policy.model import Policy
+    from quantroute.policy.store import PolicyStore
 
 DIR_OPT = click.option("--policies", "policies_dir", default=lambda: _env("QUANTROUTE_POLICIES", "policies"),
                        show_default="policies", type=click.Path(file_okay=False), help="policy versions directory")
@@ -25,7 +30,7 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
-def _store(policies_dir: str, db_url: str | None):
+def _store(policies_dir: str, db_url: str | None) -> PolicyStore:
     from quantroute.cli.database import open_engine
     from quantroute.policy.store import PolicyStore
 
@@ -156,7 +161,7 @@ def new(parent: int | None, file: str | None, message: str, policies_dir: str, d
                "it needs a reviewer's approval before activation")
 
 
-def _resolve(ref: str, store) -> object:
+def _resolve(ref: str, store: PolicyStore) -> Policy:
     if ref.isdigit():
         return store.load(int(ref))
     return load_policy(ref)

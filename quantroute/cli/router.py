@@ -59,7 +59,7 @@ def settings_table() -> str:
     for name, info in RouterSettings.model_fields.items():
         flags = " ".join(f"`{f}`" for f in [flag(name)] + ([ALIASES[name]] if name in ALIASES else []))
         rows.append(f"| {flags} | `{ENV_PREFIX}{name.upper()}` | `{_default_text(info)}` | "
-                    f"{info.description.replace('|', '/')} |")
+                    f"{(info.description or '').replace('|', '/')} |")
     return "\n".join(rows)
 
 

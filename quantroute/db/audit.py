@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, Column
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from quantroute.clock import utcnow
 
@@ -44,4 +44,4 @@ def list_events(session: Session, *, actor: str | None = None, action_prefix: st
         q = q.where(AuditEvent.action.startswith(action_prefix))
     if since:
         q = q.where(AuditEvent.at >= since)
-    return list(session.exec(q.order_by(AuditEvent.id.desc()).limit(limit)))
+    return list(session.exec(q.order_by(col(AuditEvent.id).desc()).limit(limit)))

@@ -72,6 +72,14 @@ def table_of(model: type[SQLModel]) -> Table:
     return table
 
 
+def require_engine(engine: Engine | None, *, who: str) -> Engine:
+    """`engine`, in code that runs only when there is a database (its callers check first); None here is a bug,
+    said loudly."""
+    if engine is None:
+        raise RuntimeError(f"{who} has no database")
+    return engine
+
+
 class Stored(Protocol):
     id: int | None
 

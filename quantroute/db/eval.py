@@ -107,11 +107,11 @@ def list_runs(*, session: Session, limit: int = 100, candidate_deployment: str |
     q = select(EvalRun)
     if candidate_deployment:
         q = q.where(EvalRun.candidate_deployment == candidate_deployment)
-    return list(session.exec(q.order_by(EvalRun.id.desc()).limit(limit)))
+    return list(session.exec(q.order_by(col(EvalRun.id).desc()).limit(limit)))
 
 
 def results_of(*, session: Session, run_id: int) -> list[EvalResult]:
-    return list(session.exec(select(EvalResult).where(EvalResult.run_id == run_id).order_by(EvalResult.id)))
+    return list(session.exec(select(EvalResult).where(EvalResult.run_id == run_id).order_by(col(EvalResult.id))))
 
 
 def passing_runs_by_tier(*, session: Session, suite_hash: str, baseline_deployment: str) -> dict[str, int]:

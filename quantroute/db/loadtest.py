@@ -11,6 +11,7 @@ from sqlalchemy import JSON, Column, true
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from quantroute.clock import utcnow
+from quantroute.db.engine import stored_id
 
 
 class StepFigures(SQLModel):
@@ -91,7 +92,7 @@ def save_result(*, session: Session, result, out_dir: str = "") -> LoadTestRun:
     session.flush()
     for s in result.steps:
         data = s.model_dump(include=set(STEP_FIELDS))
-        session.add(LoadTestStep(run_id=run.id, passed=s.breach is None, **data))
+        session.add(LoadTestStep(run_id=stored_id(run), passed=s.breach is None, **data))
     return run
 
 

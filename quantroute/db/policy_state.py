@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import Column, Text
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from quantroute.clock import utcnow
 
@@ -55,12 +55,12 @@ def approval_of(session: Session, version: int) -> PolicyApproval | None:
 
 
 def active_version(session: Session) -> int | None:
-    row = session.exec(select(PolicyActivation).order_by(PolicyActivation.id.desc()).limit(1)).first()
+    row = session.exec(select(PolicyActivation).order_by(col(PolicyActivation.id).desc()).limit(1)).first()
     return row.version if row else None
 
 
 def activations(session: Session, *, limit: int = 200) -> list[PolicyActivation]:
-    return list(session.exec(select(PolicyActivation).order_by(PolicyActivation.id.desc()).limit(limit)))
+    return list(session.exec(select(PolicyActivation).order_by(col(PolicyActivation.id).desc()).limit(limit)))
 
 
 def version_row(session: Session, version: int) -> PolicyVersionRow | None:
@@ -68,8 +68,8 @@ def version_row(session: Session, version: int) -> PolicyVersionRow | None:
 
 
 def version_numbers(session: Session) -> list[int]:
-    return list(session.exec(select(PolicyVersionRow.version).order_by(PolicyVersionRow.version)))
+    return list(session.exec(select(PolicyVersionRow.version).order_by(col(PolicyVersionRow.version))))
 
 
 def version_rows(session: Session) -> list[PolicyVersionRow]:
-    return list(session.exec(select(PolicyVersionRow).order_by(PolicyVersionRow.version)))
+    return list(session.exec(select(PolicyVersionRow).order_by(col(PolicyVersionRow.version))))

@@ -9,7 +9,7 @@ Key columns hold '' instead of NULL: a primary key cannot contain NULL, and ON C
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -81,21 +81,27 @@ def minute_stats(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [acc[k] for k in sorted(acc)]
 
 
-def _upsert_statement(dialect_name: str):
+def _upsert_statement(dialect_name: str) -> sa.Insert:
     table = table_of(RequestStatsMinute)
     if dialect_name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-        bigger = sa.func.greatest
-    elif dialect_name == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert
-        bigger = sa.func.max  # two-argument max() is SQLite's scalar maximum
-    else:
-        raise ValueError(f"request_stats_minute: dialect {dialect_name!r} has no upsert here "
-                         "(valid: sqlite, postgresql)")
-    stmt = insert(table)
-    update = {c: table.c[c] + stmt.excluded[c] for c in SUMS}
-    update["latency_ms_max"] = bigger(table.c.latency_ms_max, stmt.excluded.latency_ms_max)
-    return stmt.on_conflict_do_update(index_elements=list(KEY), set_=update)
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        pg = pg_insert(table)
+        return pg.on_conflict_do_update(index_elements=list(KEY), set_=_added(table, pg.excluded, sa.func.greatest))
+    if dialect_name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        lite = sqlite_insert(table)
+        # two-argument max() is SQLite's scalar maximum
+        return lite.on_conflict_do_update(index_elements=list(KEY), set_=_added(table, lite.excluded, sa.func.max))
+    raise ValueError(f"request_stats_minute: dialect {dialect_name!r} has no upsert here (valid: sqlite, postgresql)")
+
+
+def _added(table: sa.Table, excluded: Any, bigger: Callable[..., Any]) -> dict[str, Any]:
+    """The SET of the upsert: the sums added, the maximum kept."""
+    update: dict[str, Any] = {c: table.c[c] + excluded[c] for c in SUMS}
+    update["latency_ms_max"] = bigger(table.c.latency_ms_max, excluded.latency_ms_max)
+    return update
 
 
 def upsert_minute_stats(*, conn: Connection, stats: list[dict[str, Any]]) -> None:

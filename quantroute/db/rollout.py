@@ -121,7 +121,7 @@ def swap_rollout(*, session: Session, rollout: Rollout, revision: int) -> bool:
     values = rollout.model_dump(exclude={"id", "revision", "observed_version", "observed_at"})
     values["revision"] = revision + 1
     table = table_of(Rollout)
-    result = session.execute(update(table).where(table.c.id == rollout.id, table.c.revision == revision)
+    result = session.exec(update(table).where(table.c.id == rollout.id, table.c.revision == revision)
                              .values(**values))
     if result.rowcount != 1:
         return False
@@ -133,7 +133,7 @@ def mark_observed(*, session: Session, rollout_id: int, version: int) -> bool:
     """Record that `version` was seen active, only while it is still the rollout's desired version (a later
     transition's own activation records itself). Idempotent; no revision bump, so no status write loses a race."""
     table = table_of(Rollout)
-    result = session.execute(update(table).where(table.c.id == rollout_id, table.c.policy_version == version)
+    result = session.exec(update(table).where(table.c.id == rollout_id, table.c.policy_version == version)
                              .values(observed_version=version, observed_at=utcnow()))
     return result.rowcount == 1
 

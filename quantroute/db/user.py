@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from quantroute.clock import utcnow
 
@@ -85,7 +85,7 @@ def token_by_hash(*, session: Session, token_hash: str) -> UserToken | None:
 
 
 def list_tokens(*, session: Session, user_name: str) -> list[UserToken]:
-    return list(session.exec(select(UserToken).where(UserToken.user_name == user_name).order_by(UserToken.id)))
+    return list(session.exec(select(UserToken).where(UserToken.user_name == user_name).order_by(col(UserToken.id))))
 
 
 def get_throttle(*, session: Session, name: str) -> LoginThrottle | None:

@@ -32,7 +32,7 @@ def _encoder(depth_limit=64, budget=200_000):
     # Bound here, before the answer runs: an answer that rebinds builtins later changes nothing below.
     _type, _len, _repr, _list, _str = type, len, repr, list, str
     plain = (_type(None), bool, int, float, str)
-    tags = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
+    tags: dict[type, str] = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
     left = [budget]
 
     def encode(v, depth=0):
@@ -148,7 +148,7 @@ def main():
 
     if cfg["audit_hook"]:
         sys.addaudithook(_hook(root, cfg["prefix"]))
-    ns = {"__name__": "__answer__"}
+    ns: dict[str, object] = {"__name__": "__answer__"}
     try:
         exec(compile(cfg["code"], "<answer>", "exec"), ns)
         if not callable(ns.get(cfg["entry_point"])):

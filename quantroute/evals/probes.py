@@ -158,7 +158,8 @@ class _Splitter(ast.NodeTransformer):
             exprs, ops = [test.left, *test.comparators], [_OP_NAMES[type(op)] for op in test.ops]
         else:
             exprs, ops = [test], []
-        operands, sent = [], []
+        operands: list[Operand] = []
+        sent: list[ast.expr] = []
         for e in exprs:
             try:
                 operands.append(Operand(literal=ast.literal_eval(e)))
@@ -214,10 +215,10 @@ def verdict(program: ProbeProgram, outcome: ChildReport) -> str | None:
             return f"{check.source[:120]} -> reported {n} times (expected {check.count.replace('_', ' ')})"
     by_index = {c.index: c for c in program.checks}
     for k, values in outcome.records:
-        check = by_index.get(k)
-        if check is None:
+        asserted = by_index.get(k)
+        if asserted is None:
             return f"a result for an assert the test does not have (#{k})"
-        if not _holds(check, values):
+        if not _holds(asserted, values):
             got = ", ".join(repr(decode(v))[:80] for v in values)
-            return f"{check.source[:120]} -> got {got}"
+            return f"{asserted.source[:120]} -> got {got}"
     return None

@@ -110,13 +110,13 @@ async def resolve_arm(client: httpx.AsyncClient, name: str, endpoint: Endpoint, 
         dep = ids[0]
     entry = next((m for m in models if m.get("id") == dep), {})
     meta = getattr(policy, "deployments", {}).get(dep) if policy is not None else None
-    if meta is not None:
+    if meta is not None and policy is not None:
         artifact, source = meta.model_dump(), "policy"
         tier = policy.deployment_tier(dep) or _tier_guess(artifact.get("format"))
     else:
         artifact = {k: v for k, v in entry.items() if k not in ("object", "permission")}
         source = "endpoint" if entry else "none"
-        nested = entry.get("deployment") if isinstance(entry.get("deployment"), dict) else {}
+        nested: dict[str, Any] = d if isinstance(d := entry.get("deployment"), dict) else {}
         tier = _tier_guess(entry.get("tier"), nested.get("tier"), entry.get("quantization"), entry.get("format"),
                            *reversed(dep.replace("_", "-").split("-")))
     return Arm(name=name, url=endpoint.base_url, deployment=dep, tier=tier, artifact=artifact, artifact_source=source)

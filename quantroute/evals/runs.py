@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 
 from quantroute.db import eval as db
 from quantroute.db.engine import session as open_session
+from quantroute.db.engine import stored_id
 from quantroute.evals.gate import GateConfig, Verdict, evaluate
 from quantroute.evals.runner import ItemResult, Progress, RunSettings, collect, parse_endpoint, resolve_arm
 from quantroute.evals.stats import Pair, Report, build_report
@@ -142,15 +143,15 @@ async def execute_run(*, suite: Suite, baseline: str, candidate: str, engine: En
             path = Path(runs_dir) / f"run-{run.id:05d}-{suite.name}-{arms[1].deployment}.jsonl"
             with open_session(engine) as s:
                 db.add_results(session=s, results=rows)
-                run = db.finish_run(session=s, run_id=run.id, status="done", gate_passed=verdict.passed,
+                run = db.finish_run(session=s, run_id=stored_id(run), status="done", gate_passed=verdict.passed,
                                     report=report.model_dump(mode="json"), verdict=verdict.model_dump(mode="json"),
                                     results_path=str(path))
             _write_jsonl(path, run, rows, report, verdict)
         except BaseException as e:
             with open_session(engine) as s:
-                db.finish_run(session=s, run_id=run.id, status="failed", error=f"{type(e).__name__}: {e}"[:500])
+                db.finish_run(session=s, run_id=stored_id(run), status="failed", error=f"{type(e).__name__}: {e}"[:500])
             raise
-    return load_run(engine, run.id)
+    return load_run(engine, stored_id(run))
 
 
 def start_run(**kwargs: Any) -> RunView:

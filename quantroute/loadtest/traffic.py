@@ -288,7 +288,7 @@ async def replay(base_url: str, traffic: Iterable[TrafficLine], *, stop_event: a
                     unit, sid = next(feed)
                     await _send_unit(client, base_url, unit, sid, stop_event, on_result, **kw)
             await asyncio.gather(*(worker() for _ in range(concurrency)))
-        else:
+        elif rate is not None:  # (exactly one of the two is set: checked above)
             await _open_loop(client, base_url, feed, rate, random.Random(seed), stop_event, on_result, kw)
     finally:
         if own:

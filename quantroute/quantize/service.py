@@ -114,7 +114,7 @@ def quantize(*, source_dir: Path, out_dir: Path, scheme: str, method: str, deplo
             raise QuantizeError(f"--out: {out_dir} exists and is not empty; pass --force to replace it")
         shutil.rmtree(out_dir)
     job = QuantizeJob(source_dir=str(source_dir.resolve()), out_dir=str(out_dir.resolve()), scheme=scheme,
-                      method=method, group_size=group_size, calibration=calibration)  # type: ignore[arg-type]  # the CLI validated these against the job's Literal choices
+                      method=method, group_size=group_size, calibration=calibration)
     log(f"source {source_dir}: {source.format}, {source.checksum}")
     result = _run_worker(python, job, log)
     try:
@@ -128,7 +128,7 @@ def quantize(*, source_dir: Path, out_dir: Path, scheme: str, method: str, deplo
     calibration_name = calibration.name if calibration else "none"
     record = ArtifactRecord(
         deployment=deployment, model=model, tier=made.tier, format=made.format, container=made.method,
-        method=method, scheme=scheme, bits=made.bits, group_size=made.group_size,  # type: ignore[arg-type]  # the CLI validated these against the job's Literal choices
+        method=method, scheme=scheme, bits=made.bits, group_size=made.group_size,
         calibration=calibration, source_dir=str(source_dir.resolve()), source_deployment=source_deployment,
         source_checksum=source.checksum, checksum=made.checksum, tools=result.tools,
         created_at=utcnow(), seconds=result.seconds,

@@ -88,7 +88,7 @@ def arm_window(engine: Engine, *, model: str, deployment: str, arm: str, start: 
             RequestLog.model == model, RequestLog.deployment == deployment, RequestLog.arm == arm,
             RequestLog.ts >= start, RequestLog.ts <= end)
         rows = list(s.exec(q))
-    return arm_stats(rows)  # type: ignore[arg-type]  # rows are (arm, status, latency, ttft) tuples from the query above
+    return arm_stats(rows)
 
 
 def node_facts(engine: Engine, router: RouterAdmin | None, spec: CanarySpec) -> dict[str, Fact]:

@@ -206,7 +206,7 @@ class Router:
         started = time.perf_counter()
         ts = utcnow()
         body = await self.read_body(scope, receive)
-        ap = self.holder.current  # the version this request lives under, even if a reload lands meanwhile
+        ap = self.holder.serving  # the version this request lives under, even if a reload lands meanwhile
         try:
             data = orjson.loads(body)
         except orjson.JSONDecodeError as e:

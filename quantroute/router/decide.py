@@ -118,7 +118,7 @@ class Decider:
         pin = self.pins.get(session_key, sessions.ttl_s) if session_key else None
         if pin is not None and pin.model != model:
             pin = None  # a session key reused for another model starts its own pin (not shared)
-        if pin is not None:
+        if pin is not None and session_key:  # (a pin is only ever found by its session key)
             return await self._pinned(ap, pin, model, decision, session_key)
         return await self._unpinned(ap, model, fixed_deployment, decision, session_key, headers)
 

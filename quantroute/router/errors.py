@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import orjson
 
 
@@ -87,7 +89,8 @@ class UpstreamFailed(RouterError):
     code = "upstream_error"
 
 
-def error_response_parts(err: RouterError, extra_headers: list[tuple[bytes, bytes]] = ()) -> tuple[int, list, bytes]:
+def error_response_parts(err: RouterError,
+                         extra_headers: Sequence[tuple[bytes, bytes]] = ()) -> tuple[int, list, bytes]:
     """(status, raw headers, body) for an ASGI response."""
     body = err.body()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]

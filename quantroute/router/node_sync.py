@@ -7,11 +7,13 @@ import asyncio
 import logging
 import time
 from pathlib import Path
+from typing import TypeGuard
 
 from sqlalchemy.engine import Engine
 
 from quantroute.catalog import speed_for
 from quantroute.clock import aware
+from quantroute.db.engine import require_engine
 from quantroute.db.engine import session as db_session
 from quantroute.db.node import NodeRow, list_nodes
 from quantroute.fleet import load_fleet
@@ -72,7 +74,7 @@ def apply_node_rows(pool: NodePool, rows: list[NodeRow]) -> list[str]:
     return changed
 
 
-def _known(node: Node | None, r: NodeRow) -> bool:
+def _known(node: Node | None, r: NodeRow) -> TypeGuard[Node]:
     return (node is not None and node.url == r.url.rstrip("/") and node.deployment == r.deployment
             and node.tier.value == r.tier and node.format == r.format and node.checksum == r.checksum
             and node.hardware == r.hardware and node.generation >= r.generation)
@@ -96,7 +98,7 @@ class NodeSync:
     async def refresh(self) -> list[str]:
         self._last = time.monotonic()
         try:
-            rows = await asyncio.to_thread(read_node_rows, self.engine)
+            rows = await asyncio.to_thread(read_node_rows, require_engine(self.engine, who="node sync"))
         except Exception as e:  # noqa: BLE001 - DB down: keep the nodes we know
             self.errors += 1
             log.warning("node refresh failed: %s", e)

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection, Engine
 
 from quantroute.clock import utcnow
 from quantroute.db.session_pin import PinClaims
+
+if TYPE_CHECKING:
+    import psycopg  # the postgres extra: imported where a claim needs it
 
 log = logging.getLogger(__name__)
 
@@ -61,18 +65,20 @@ class AsyncPgClaims:
         # libpq takes the URL (with its query: connect_timeout, options=-csearch_path=...) as it is
         self.conninfo = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
         self.claims = PinClaims(engine.dialect)
-        self._conn = None  # psycopg.AsyncConnection, autocommit
+        self._conn: psycopg.AsyncConnection[tuple[Any, ...]] | None = None  # autocommit (tuple rows)
 
     async def claim(self, rows: list[dict], timeout_s: float) -> list[dict]:
         import psycopg
 
         try:
-            if self._conn is None or self._conn.closed:
-                self._conn = await asyncio.wait_for(psycopg.AsyncConnection.connect(self.conninfo, autocommit=True),
-                                                    timeout_s)
+            conn = self._conn
+            if conn is None or conn.closed:
+                conn = await asyncio.wait_for(psycopg.AsyncConnection.connect(self.conninfo, autocommit=True),
+                                              timeout_s)
+                self._conn = conn
             sql, params = self.claims.statement(rows, utcnow())
             # bounded: a hung server must not hold every later pin behind this batch
-            cur = await asyncio.wait_for(self._conn.execute(sql, params), timeout_s)
+            cur = await asyncio.wait_for(conn.execute(sql, params), timeout_s)
             return self.claims.stored(await cur.fetchall())
         except (TimeoutError, psycopg.OperationalError, psycopg.InterfaceError) as e:
             await self.aclose()

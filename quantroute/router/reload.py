@@ -77,7 +77,9 @@ class ActivePolicy:
 
     @classmethod
     def build(cls, policy: Policy) -> ActivePolicy:
-        dm, dt, served = {}, {}, {}
+        dm: dict[str, str] = {}
+        dt: dict[str, Tier] = {}
+        served: dict[str, set[Tier]] = {}
         for t in policy.tiers:
             for model, deps in t.deployments.items():
                 if deps:
@@ -106,6 +108,12 @@ class PolicyHolder:
         self._on_failure = on_failure
         self._lock = asyncio.Lock()
 
+    @property
+    def serving(self) -> ActivePolicy:
+        """The version requests run under: load_initial() sets it before the server accepts any request."""
+        if self.current is None:
+            raise RuntimeError("no policy loaded yet")
+        return self.current
     def load_initial(self) -> ActivePolicy:
         """At startup some policy must load: a router with no policy cannot route. The active version first,
         then earlier activations newest first (each was a good version once); the first error if none loads."""
@@ -172,6 +180,8 @@ class PolicyHolder:
         """The single-host flow (write policy-NNNN.yaml, point `active` at it) still works: a new version's file
         is imported, audited, before it loads. A file of a version already stored is never read: the hash check
         in the import refuses a hand edit, and the stored content is what loads."""
+        if self.store is None:  # no database: versions load from their files, nothing to import
+            return
         if version in self.store.versions() or not policy_path(self.policies_dir, version).exists():
             return
         for r in self.store.import_dir(self.policies_dir, by="router (pointer file)"):

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
-from quantroute.db.engine import table_of
+from quantroute.db.engine import require_engine, table_of
 from quantroute.db.request_log import RequestLog
 from quantroute.db.request_stats import minute_stats, upsert_minute_stats
 from quantroute.router.storable import storable_row
@@ -167,7 +167,7 @@ class RequestLogWriter:
     def _reachable(self) -> bool:
         """Tells "the DB is down" from "the DB refused these rows" (SQLite reports both as OperationalError)."""
         try:
-            with self._db().connect() as conn:
+            with require_engine(self.engine, who="the request log writer").connect() as conn:
                 conn.exec_driver_sql("SELECT 1")
             return True
         except Exception:  # noqa: BLE001 - whatever fails "SELECT 1" means the DB is not reachable now
@@ -202,19 +202,13 @@ class RequestLogWriter:
         # Aggregated before the transaction opens, so the DB write lock is held only for the two statements;
         # one transaction, so a failed batch (kept and retried) never leaves the rollup counting it.
         stats = minute_stats(batch)
-        with self._db().begin() as conn:
-            conn.exec_driver_sql(self._sql, rows)  # type: ignore[arg-type]
+        with require_engine(self.engine, who="the request log writer").begin() as conn:
+            conn.exec_driver_sql(self._sql, rows)
             upsert_minute_stats(conn=conn, stats=stats)
-
-    def _db(self) -> Engine:
-        """The engine, for the methods that run only with one (flush and close check it first)."""
-        if self.engine is None:
-            raise RuntimeError("the request log writer has no database")
-        return self.engine
 
     def _prepare(self) -> None:
         self._prepared_for = self.engine
-        dialect = self._db().dialect
+        dialect = require_engine(self.engine, who="the request log writer").dialect
         table = table_of(RequestLog)
         # dialect_impl: the generic JSON type has no bind processor for psycopg (a dict would reach the driver
         # as is and fail); PostgreSQL's own JSON type wraps it

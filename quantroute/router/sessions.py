@@ -11,6 +11,7 @@ request: stickiness is never traded for availability. Without a database pins li
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import time
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.engine import Engine
 
 from quantroute.clock import utcnow
+from quantroute.db.engine import require_engine
 from quantroute.db.engine import session as db_session
 from quantroute.db.session_pin import (
     SessionPin,
@@ -161,7 +163,7 @@ class PinStore:
 
     async def _db_call(self, fn, **kw) -> None:
         def run() -> None:
-            with db_session(self.engine) as s:
+            with db_session(self._engine()) as s:
                 fn(session=s, **kw)
         try:
             await asyncio.to_thread(run)
@@ -204,16 +206,19 @@ class PinStore:
                 on_purged(n)
 
     # -- DB side (worker threads) -------------------------------------------------------------------------
+    def _engine(self) -> Engine:
+        return require_engine(self.engine, who="the session pin store")
+
     def _purge(self, before: datetime, batch: int) -> int:
-        with db_session(self.engine) as s:
+        with db_session(self._engine()) as s:
             return purge_expired_pins(session=s, before=before, batch=batch)
 
     def _delete(self, key: str) -> bool:
-        with db_session(self.engine) as s:
+        with db_session(self._engine()) as s:
             return delete_pin(session=s, session_key=key)
 
-    def _list(self) -> list[SessionPin]:
-        with db_session(self.engine) as s:
+    def _list(self) -> builtins.list[SessionPin]:  # `list` here is the method above
+        with db_session(self._engine()) as s:
             return list_pins(session=s)
 
     async def _set_served(self, key: str, deployment: str) -> None:
@@ -224,7 +229,7 @@ class PinStore:
             log.warning("session pin deployment update failed: %s", e)
 
     def _set_served_sync(self, key: str, deployment: str) -> None:
-        with db_session(self.engine) as s:
+        with db_session(self._engine()) as s:
             set_served_deployment(session=s, session_key=key, deployment=deployment)
 
     async def _touch(self, key: str, ttl_s: int) -> None:
@@ -235,7 +240,7 @@ class PinStore:
             log.warning("session pin refresh failed: %s", e)
 
     def _touch_sync(self, key: str, ttl_s: int) -> None:
-        with db_session(self.engine) as s:
+        with db_session(self._engine()) as s:
             touch_pin(session=s, session_key=key, ttl_s=ttl_s)
 
     def _spawn(self, coro) -> None:

@@ -166,9 +166,10 @@ class Pool:
 
     async def _connect(self) -> _Conn:
         loop = asyncio.get_running_loop()
-        tls = {"ssl": self.tls, "server_hostname": self.host} if self.tls is not None else {}
+        hostname = self.host if self.tls is not None else None  # checked against the certificate
         try:
-            _, conn = await asyncio.wait_for(loop.create_connection(_Conn, self.host, self.port, **tls),
+            _, conn = await asyncio.wait_for(loop.create_connection(_Conn, self.host, self.port, ssl=self.tls,
+                                                                    server_hostname=hostname),
                                              self.connect_timeout)
         except (TimeoutError, OSError) as e:  # ssl.SSLError (a bad certificate) is an OSError
             raise UpstreamError(f"connect to {self.host}:{self.port} failed: {type(e).__name__}: {e}") from None

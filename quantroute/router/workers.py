@@ -8,6 +8,7 @@ each worker would keep pins of its own and a session's second turn could land on
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from quantroute.router.settings import RouterSettings
 
@@ -25,11 +26,13 @@ def serve(settings: RouterSettings, *, workers: int = 1, use_db: bool = True, lo
 
     from quantroute.router.app import create_app
 
-    # log_config=None: uvicorn's loggers go through the root logger (text or JSON lines, quantroute.logs)
-    common = dict(host=settings.host, port=settings.port, http="httptools", loop="uvloop", log_level=log_level,
-                  access_log=False, timeout_graceful_shutdown=5, log_config=None)
+    def run(app: Any, **more: Any) -> None:
+        # log_config=None: uvicorn's loggers go through the root logger (text or JSON lines, quantroute.logs)
+        uvicorn.run(app, host=settings.host, port=settings.port, http="httptools", loop="uvloop", log_level=log_level,
+                    access_log=False, timeout_graceful_shutdown=5, log_config=None, **more)
+
     if workers == 1:
-        uvicorn.run(create_app(settings, use_db=use_db), **common)
+        run(create_app(settings, use_db=use_db))
         return
     if not use_db:
         raise WorkersNeedDatabase(f"--workers {workers} needs a database (drop --no-db): each worker is its own "
@@ -40,7 +43,7 @@ def serve(settings: RouterSettings, *, workers: int = 1, use_db: bool = True, lo
     require_schema(make_engine(settings.db_url)).dispose()
     os.environ[SETTINGS_ENV] = settings.model_dump_json()
     os.environ[LOG_LEVEL_ENV] = log_level
-    uvicorn.run("quantroute.router.workers:app_from_env", factory=True, workers=workers, **common)
+    run("quantroute.router.workers:app_from_env", factory=True, workers=workers)
 
 
 def app_from_env():

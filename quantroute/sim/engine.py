@@ -84,11 +84,14 @@ class NodeEngine:
         cap = self.model.kv_capacity_tokens
         return min(1.0, sum(s.context for s in self.running) / cap) if cap else 0.0
 
-    def _wall_as_sim(self) -> float:
-        loop = asyncio.get_running_loop()
+    def _origin(self) -> float:
+        """The loop time at which simulated time 0 sits: fixed by the first look at the clock."""
         if self._t0 is None:
-            self._t0 = loop.time()
-        return (loop.time() - self._t0) / self.time_scale
+            self._t0 = asyncio.get_running_loop().time()
+        return self._t0
+
+    def _wall_as_sim(self) -> float:
+        return (asyncio.get_running_loop().time() - self._origin()) / self.time_scale
 
     # -- requests ----------------------------------------------------------------------------------------
     def submit(self, seq: Sequence) -> Sequence:
@@ -139,7 +142,7 @@ class NodeEngine:
                 continue
             step = self.step_cost(admitted)
             self._sim += step
-            delay = self._t0 + self._sim * self.time_scale - loop.time()
+            delay = self._origin() + self._sim * self.time_scale - loop.time()
             await asyncio.sleep(max(0.0, delay))
             self._emit(step)
 
@@ -147,9 +150,9 @@ class NodeEngine:
         """A host stall (GIL, a busy core) longer than MAX_CATCH_UP_S is not simulated time: shift the wall
         origin instead of letting the clock jump, so no simulated latency is inflated by the machine."""
         self._wall_as_sim()
-        lag = now - (self._t0 + self._sim * self.time_scale)
+        lag = now - (self._origin() + self._sim * self.time_scale)
         if lag > MAX_CATCH_UP_S and (self.running or self.waiting):
-            self._t0 += lag - MAX_CATCH_UP_S
+            self._t0 = self._origin() + lag - MAX_CATCH_UP_S
 
     def step_cost(self, admitted: list[Sequence]) -> float:
         """Decode for the whole batch plus prefill for the newly admitted sequences, times the fault knob."""

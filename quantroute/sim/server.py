@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import socket
 import threading
 from pathlib import Path
@@ -57,7 +58,7 @@ class FleetServer:
                 nodes.append(node)
                 settings = NodeSettings(node=node, shape=models[fleet.shape_for(node)], gpu=hardware[node.hardware],
                                         time_scale=time_scale, suites=index, quality=table, seed=seed,
-                                        on_die=lambda nid=node.id: self.kill(nid))
+                                        on_die=functools.partial(self.kill, node.id))
                 config = uvicorn.Config(create_node_app(settings), log_level="warning", access_log=False,
                                         lifespan="on", timeout_graceful_shutdown=1)
                 self.servers[node.id] = _NodeServer(config)

@@ -36,7 +36,7 @@ def prompt_tokens(body: dict) -> int:
 
 def filler(key: str, n: int) -> list[str]:
     """`n` tokens of deterministic prose chosen by `key`."""
-    out = []
+    out: list[str] = []
     for i in range(n):
         word = _WORDS[int(unit_hash(key, i) * len(_WORDS))]
         start = i == 0 or out[-1].endswith(".")

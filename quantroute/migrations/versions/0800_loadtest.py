@@ -3,6 +3,8 @@
 Revision ID: 0800_loadtest
 Revises: 0001_core
 """
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -37,7 +39,7 @@ def upgrade() -> None:
     )
     for c in ("created_at", "url", "deployment"):
         op.create_index(f"ix_loadtest_run_{c}", "loadtest_run", [c])
-    cols = [sa.Column("id", sa.Integer(), primary_key=True),
+    cols: list[sa.Column[Any]] = [sa.Column("id", sa.Integer(), primary_key=True),
             sa.Column("run_id", sa.Integer(), sa.ForeignKey("loadtest_run.id"), nullable=False),
             sa.Column("index", sa.Integer(), nullable=False),
             sa.Column("concurrency", sa.Integer(), nullable=True),
