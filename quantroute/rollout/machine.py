@@ -143,6 +143,13 @@ class Transition:
     message: str
     aborted: str | None = None  # why a rollout ended in rolled-back
 
+    @property
+    def phase(self) -> Phase:
+        """The phase it leads to: every action leads to one (only "no rollout yet" has none)."""
+        if self.state.phase is None:
+            raise ValueError("a transition always leads to a phase")
+        return self.state.phase
+
 
 @dataclass(frozen=True)
 class Refusal:

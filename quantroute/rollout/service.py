@@ -122,7 +122,7 @@ class RolloutService:
             try:
                 row = db.create_rollout(session=s, rollout=db.Rollout(
                     model=model, candidate=candidate, baseline=spec.baseline,
-                    phase=out.state.phase.value,  # type: ignore[union-attr]  # a Transition: refusals returned above
+                    phase=out.phase.value,
                     steps=list(spec.steps), started_at=now, updated_at=now, step_at=now, started_by=by,
                     target_concurrency=target_concurrency or self.target_concurrency,
                     start_version=policy.version, policy_version=policy.version, message=out.message))
@@ -529,7 +529,7 @@ class RolloutService:
         v_after, written = (activation.write(self.store, new, out, name, by) if out.traffic
                             else (row.policy_version, False))
         now = self.clock()
-        new.phase, new.step_index, new.percent = out.state.phase.value, out.state.step_index, out.state.percent  # type: ignore[union-attr]  # a Transition: refusals returned above
+        new.phase, new.step_index, new.percent = out.phase.value, out.state.step_index, out.state.percent
         new.updated_at, new.message, new.policy_version = now, out.message, v_after
         if out.aborted:
             new.aborted_reason = out.aborted

@@ -242,6 +242,8 @@ class Router:
     async def _forward(self, route: Route, path: str, body: bytes, raw_headers, receive, send, started: float,
                        out: ForwardResult) -> None:
         task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("a request is forwarded inside its own task (the ASGI server's)")
         state = {"done": False, "gone": False, "moved": False}
 
         async def watch() -> None:  # a client disconnect cancels the upstream request
@@ -249,7 +251,7 @@ class Router:
                 pass
             if not state["done"]:
                 state["gone"] = True
-                task.cancel()  # type: ignore[union-attr]  # always inside a request's task
+                task.cancel()
 
         pending = self.decider.pending(route)
         if route.pin is not None and (pending is None or pending.done()):
@@ -268,7 +270,7 @@ class Router:
                 if not state["done"] and not state["gone"] and (fut.cancelled() or fut.exception() is not None
                                                                or not self.decider.agrees(route)):
                     state["moved"] = True
-                    task.cancel()  # type: ignore[union-attr]  # always inside a request's task
+                    task.cancel()
 
             pending.add_done_callback(settled)
         watcher = asyncio.get_running_loop().create_task(watch())
@@ -279,10 +281,10 @@ class Router:
                                          started=started, out=out, gate=gate)
         except asyncio.CancelledError:
             if state["gone"]:
-                task.uncancel()  # type: ignore[union-attr]  # always inside a request's task
+                task.uncancel()
                 out.status, out.error = 499, "client disconnected"
             elif state["moved"]:
-                task.uncancel()  # type: ignore[union-attr]  # always inside a request's task
+                task.uncancel()
                 self.decider.check_settled(route, pending)  # raises PinMoved or SessionPinUnavailable
             else:
                 raise

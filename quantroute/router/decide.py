@@ -132,7 +132,7 @@ class Decider:
                 self.pins.rearm(key, BASELINE)
                 pin.arm, pin.served_deployment = BASELINE, None
         deps = (pin.deployment,) if pin.deployment else self.deployments_for(ap, model, tier, pin.arm)
-        route = Route(ap, model, tier, None, pin.arm, decision, key, pinned=True, from_pin=True,  # type: ignore[arg-type]  # a pin or a decision names the tier
+        route = Route(ap, model, tier, None, pin.arm, decision, key, pinned=True, from_pin=True,  # type: ignore[arg-type]  # node: picked below, set before the route is returned
                       pin_created=pin.created_at, deployments=deps)
         route.pin = pin
         route.direct = bool(pin.deployment)
@@ -173,7 +173,7 @@ class Decider:
             arm = None
             if canary is not None and canary.percent > 0:  # a canary at 0 % is not running: no arms
                 arm = choose_arm(key or headers.get("x-request-id") or uuid.uuid4().hex, canary.percent, model)
-        route = Route(ap, model, tier, None, arm, decision, key)  # type: ignore[arg-type]  # a pin or a decision names the tier
+        route = Route(ap, model, tier, None, arm, decision, key)  # type: ignore[arg-type]  # node: picked below, set before the route is returned
         route.direct = fixed is not None
         for i, t in enumerate(ladder):  # cheapest first; never below the decision's tier
             route.tier = t
@@ -196,13 +196,13 @@ class Decider:
         if route.escalated and self.metrics:
             self.metrics.escalations.labels(tier.value, route.tier.value).inc()
         if key is not None:
-            self._claim_pin(route, fixed)
+            self._claim_pin(route, fixed, key)
         return route
 
-    def _claim_pin(self, route: Route, fixed: str | None) -> None:
+    def _claim_pin(self, route: Route, fixed: str | None, key: str) -> None:
         """Pin the session to this route; the pin is stored while the request is forwarded (`settle`)."""
         served = None if fixed else route.node.deployment
-        route.pin = self.pins.claim(key=route.session_key, model=route.model, tier=route.tier.value,  # type: ignore[arg-type]  # a pinned route carries its session key and pin
+        route.pin = self.pins.claim(key=key, model=route.model, tier=route.tier.value,
                                     arm=route.arm, deployment=fixed, policy_version=route.policy.version,
                                     ttl_s=route.policy.policy.sessions.ttl_s, served_deployment=served)
         route.prefer = served  # a retry of this first request stays on the deployment the pin names
@@ -256,7 +256,9 @@ class Decider:
 
     async def follow(self, route: Route) -> Route:
         """Re-route a request whose session was pinned elsewhere first: exactly as a later turn would go."""
-        return await self._pinned(route.policy, route.pin, route.model, route.decision, route.session_key)  # type: ignore[arg-type]  # a pinned route carries its session key and pin
+        if route.pin is None or route.decision is None or route.session_key is None:
+            raise ValueError("only a pinned route (pin, decision, session key) is followed")
+        return await self._pinned(route.policy, route.pin, route.model, route.decision, route.session_key)
 
     # -- nodes --------------------------------------------------------------------------------------------
     def pick(self, route: Route, exclude: set[str]) -> Node | None:

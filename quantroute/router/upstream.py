@@ -93,7 +93,9 @@ class _Conn(asyncio.Protocol):
         self.reusable = False
         self.parser = httptools.HttpResponseParser(self)
         self._headers_done = asyncio.get_running_loop().create_future()
-        self.transport.write(head + body)  # type: ignore[union-attr]  # connected: the transport exists
+        if self.transport is None:
+            raise UpstreamError("not connected to the node")
+        self.transport.write(head + body)
         return self._headers_done
 
 
