@@ -15,8 +15,9 @@ fi
 bash scripts/setup_llmcompressor.sh
 export QUANTROUTE_LLMCOMPRESSOR_PYTHON="$PWD/.venvs/llmcompressor/bin/python"
 
-for scheme in W8A8 W4A8; do
-  dep="tiny-skills-rtn-$(echo "$scheme" | tr 'A-Z' 'a-z')"
+# fp8 is for `make bench-real` (data/fleet-real-cpu-4tiers.yaml); the demo's fleet is bf16, int8, int4
+for scheme in W8A8 W4A8 FP8_DYNAMIC; do
+  dep="tiny-skills-rtn-$(echo "$scheme" | tr 'A-Z_' 'a-z-')"
   out=".cache/$dep"
   if [ ! -f "$out/.built" ] || [ "$SRC/.built" -nt "$out/.built" ]; then
     start=$(date +%s)
