@@ -185,3 +185,18 @@ def comparison_deltas(frame: pd.DataFrame) -> alt.Chart:
                         title="run"),
         tooltip=["category:N", "run:N", alt.Tooltip("delta:Q", format="+.1f", title="delta (pts)")],
     ).properties(height=240)
+
+
+def agreement_trend(df: pd.DataFrame) -> Drawable:
+    """Live agreement over time per (served vs shadow) pair: the rate as a line, its 95 % CI as a band."""
+    base = alt.Chart(df).encode(x=alt.X("ts:T", title=None, axis=alt.Axis(format=TIME_FORMAT)),
+                                color=alt.Color("pair:N", title="served vs shadow"))
+    band = base.mark_area(opacity=0.15).encode(y=alt.Y("ci_low:Q", title="agreement",
+                                                       scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
+                                               y2="ci_high:Q")
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("rate:Q", title="agreement"),
+        tooltip=[alt.Tooltip("ts:T", format="%H:%M"), "pair:N", alt.Tooltip("rate:Q", format=".1%"), "pairs:Q",
+                 alt.Tooltip("ci_low:Q", format=".1%", title="CI low"),
+                 alt.Tooltip("ci_high:Q", format=".1%", title="CI high")])
+    return alt.layer(band, line).properties(height=260)

@@ -89,6 +89,21 @@ def replay_rows(db_url: str | None, limit: int) -> pd.DataFrame:
     return queries.replay_rows(_engine(db_url), limit=limit)
 
 
+@st.cache_data(ttl=TTL_S, show_spinner="Reading shadow pairs…")
+def shadow_pairs(db_url: str | None, window_s: int) -> list[dict[str, Any]]:
+    return queries.shadow_pairs(_engine(db_url), window_s=window_s)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner="Reading disagreeing shadow pairs…")
+def shadow_disagreements(db_url: str | None, window_s: int, rule: str | None, limit: int) -> list[dict[str, Any]]:
+    return queries.shadow_disagreements(_engine(db_url), window_s=window_s, rule=rule, limit=limit)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner="Reading shadow load…")
+def shadow_load(db_url: str | None, window_s: int, bucket_s: int) -> pd.DataFrame:
+    return queries.shadow_load(_engine(db_url), window_s=window_s, bucket_s=bucket_s)
+
+
 @st.cache_data(ttl=TTL_S, show_spinner="Reading the audit log…")
 def audit_events(db_url: str | None, actor: str | None, action_prefix: str | None, search: str | None,
                  limit: int) -> pd.DataFrame:

@@ -248,3 +248,36 @@ def audit_facets(engine: Engine) -> tuple[list[str], list[str]]:
 
 def request_count(engine: Engine) -> int:
     return int(_frame(engine, "SELECT COUNT(*) AS n FROM request_log")["n"].iloc[0])
+
+
+def shadow_pairs(engine: Engine, *, window_s: float = 86400, now: datetime | None = None) -> list[dict[str, Any]]:
+    """Shadow pairs (issue 18) of the window, without bodies, for the pure analysis."""
+    from quantroute.db.shadow_pair import pairs_since
+
+    return pairs_since(engine, since=_since(window_s, now))
+
+
+def shadow_disagreements(engine: Engine, *, window_s: float = 86400, rule: str | None = None,
+                         limit: int = 20, now: datetime | None = None) -> list[dict[str, Any]]:
+    """Disagreeing pairs with their bodies (when the router's prompt storage kept them), newest first."""
+    from quantroute.db.shadow_pair import disagreeing
+
+    return disagreeing(engine, since=_since(window_s, now), rule=rule, limit=limit)
+
+
+def shadow_load(engine: Engine, *, window_s: float = 900, bucket_s: int = 15, now: datetime | None = None
+                ) -> pd.DataFrame:
+    """Shadow requests/s per shadow tier and time bucket: load the fleet carries that no user-traffic figure counts
+    (shadow requests are never in request_log)."""
+    b = _bucket_expr(engine, bucket_s)
+    df = _frame(engine, f"""
+        SELECT {b} AS bucket, shadow_tier AS tier, COUNT(*) AS shadows,
+               SUM(CASE WHEN compared THEN 1 ELSE 0 END) AS compared
+        FROM shadow_pair WHERE ts >= :since GROUP BY {b}, shadow_tier ORDER BY 1""",
+                since=_ts_param(engine, _since(window_s, now)))
+    if df.empty:
+        return pd.DataFrame(columns=["time", "tier", "rps", "shadows", "compared"])
+    df = _ints(df, "bucket", "shadows", "compared")
+    df["time"] = pd.to_datetime(df["bucket"], unit="s", utc=True)
+    df["rps"] = df["shadows"] / bucket_s
+    return df[["time", "tier", "rps", "shadows", "compared"]]

@@ -50,6 +50,10 @@ DASHBOARD_APP = Path(_DASHBOARD_SPEC.origin) if _DASHBOARD_SPEC and _DASHBOARD_S
 DEMO_GUARDS = {"window_s": 180, "min_requests": 5, "max_error_rate": 0.05, "max_p95_latency_ratio": 5.0,
                "max_ttft_ratio": 5.0, "failure_limit": 2}
 DEMO_DWELL_S = 45
+# Live agreement (issue 18): a fifth of the greedy requests (~16 % of the demo's traffic) is also answered by a second
+# tier after the client got its answer: cheaper tiers against fp16, fp16 against int4. A few shadows per second at
+# most, two at a time per router.
+DEMO_SHADOW = {"rate": 0.2, "max_concurrent": 2}
 ROLES = {"olivia": "operator", "rahul": "reviewer", "ana": "analyst"}
 
 
@@ -256,10 +260,11 @@ def seed_staircase(stack: Stack, *, step_seconds: float = 5.0, staircase: tuple[
 
 def seed_canary(stack: Stack) -> str | None:
     """A policy version whose canary (of the second int4 deployment against the first) has guards sized to the
-    demo's traffic (DEMO_GUARDS, DEMO_DWELL_S): written by the operator, approved by the reviewer, activated, so
-    the Rollouts page has something to start and the controller can walk it on demo traffic."""
+    demo's traffic (DEMO_GUARDS, DEMO_DWELL_S) and whose shadow sampling is on (DEMO_SHADOW): written by the
+    operator, approved by the reviewer, activated, so the Rollouts page has something to start, the controller can
+    walk it on demo traffic and Evals → Live agreement fills up."""
     from quantroute.db.engine import make_engine
-    from quantroute.policy.model import CanarySpec, Guards
+    from quantroute.policy.model import CanarySpec, Guards, Shadow
     from quantroute.policy.store import PolicyStore
 
     engine = make_engine(stack.db_url)
@@ -274,13 +279,15 @@ def seed_canary(stack: Stack) -> str | None:
     spec = spec.model_copy(update={"auto_advance_s": DEMO_DWELL_S, "guards": Guards(**DEMO_GUARDS)})
     canaries = [c for c in active.canaries if c.model != model] + [spec]
     v = store.new(parent=active.version, author="olivia", message=f"canary of {spec.candidate} against "
-                  f"{spec.baseline}, guards sized to the demo's traffic", policy=active.model_copy(
-                      update={"canaries": canaries}))
+                  f"{spec.baseline}, guards sized to the demo's traffic; shadow {DEMO_SHADOW['rate']:.0%} of greedy "
+                  "requests", policy=active.model_copy(update={"canaries": canaries,
+                                                                "shadow": Shadow(**DEMO_SHADOW)}))
     store.approve(v, by="rahul")
     store.activate(v, by="rahul")
     engine.dispose()
     return (f"policy version {v}: canary {spec.candidate} vs {spec.baseline} (active; {DEMO_GUARDS['min_requests']} "
-            f"requests per arm in {DEMO_GUARDS['window_s']} s, {DEMO_DWELL_S} s dwell)")
+            f"requests per arm in {DEMO_GUARDS['window_s']} s, {DEMO_DWELL_S} s dwell); shadow comparison of "
+            f"{DEMO_SHADOW['rate']:.0%} of greedy requests (Evals → Live agreement, `quantroute shadow report`)")
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import actions, charts, data, fmt, ui
+from dashboard.pages import agreement
 
 _RATE = st.column_config.NumberColumn(format="percent")
 _PTS = st.column_config.NumberColumn(format="%+.1f")
@@ -120,6 +121,17 @@ def _new_run() -> None:
 def render() -> None:
     st.title("Evals")
     ui.flash()
+    # tracked tabs: only the open one runs (the live agreement reads every shadow pair of its window)
+    runs_tab, live_tab = st.tabs(["Paired runs", "Live agreement"], key="evals_section", on_change="rerun")
+    if runs_tab.open:
+        with runs_tab:
+            _runs()
+    if live_tab.open:
+        with live_tab:
+            agreement.render()
+
+
+def _runs() -> None:
     s = data.settings()
     runs = data.eval_runs(s.db_url)
     if ui.can("eval.run"):

@@ -38,7 +38,7 @@ def window_label(minutes: int) -> str:
     return f"{minutes} min"
 
 
-NODE_COLUMNS = {  # widths in px (sum ~880): the table fits the main area of a 1400 px window, no scrolling
+NODE_COLUMNS = {  # widths in px (sum ~935): the table fits the main area of a 1400 px window, no scrolling
     "node": st.column_config.TextColumn("node", width=95),
     "deployment": st.column_config.TextColumn("deployment", width=185),
     "tier": st.column_config.TextColumn("tier", width=45),
@@ -49,6 +49,8 @@ NODE_COLUMNS = {  # widths in px (sum ~880): the table fits the main area of a 1
     "quiescent until": st.column_config.TextColumn("quiescent until", width=105),
     "in-flight": st.column_config.NumberColumn("in-flight", width=65, format="%d"),
     "waiting": st.column_config.NumberColumn("waiting", width=60, format="%d"),
+    "shadow": st.column_config.NumberColumn("shadow", width=55, format="%d", help="shadow requests in flight "
+                                            "(live agreement sampling): not counted in in-flight or any figure below"),
     "KV use": st.column_config.ProgressColumn("KV use", min_value=0, max_value=1, format="percent", width=90),
     "last error": st.column_config.TextColumn("last error", width=60),
 }
@@ -64,7 +66,7 @@ def nodes_frame(nodes: list[dict], quiescence_s: int) -> pd.DataFrame:
                      "gen.": n["generation"], "healthy": n["healthy"],
                      # only a re-registered node (generation > 1) is quiescent, as the router decides
                      "quiescent until": until.strftime("%H:%M:%S") if n["generation"] > 1 and until > now else "",
-                     "in-flight": n["inflight"], "waiting": n["waiting"],
+                     "in-flight": n["inflight"], "waiting": n["waiting"], "shadow": n.get("shadow_inflight", 0),
                      "KV use": n.get("kv_usage"), "last error": n.get("last_error") or ""})
     return fmt.by_fidelity(pd.DataFrame(rows), "tier", "node") if rows else pd.DataFrame(rows)
 
@@ -147,3 +149,11 @@ def fleet_state(label: str, window_s: int, bucket_s: int) -> None:
         chart = charts.tier_share(share, policy.fleet_warning.top_tier_share, tiers)
         st.altair_chart(chart, width="stretch", height=chart.height + 60)  # "content" squashed the bars
         ui.table(deployments_frame(data.deployment_summary(s.db_url, window_s)), "deployments")
+    shadow = data.shadow_load(s.db_url, window_s, bucket_s)
+    if not shadow.empty:
+        st.subheader(f"Shadow load, last {label}")
+        st.caption(f"{int(shadow['shadows'].sum())} shadow requests (live agreement sampling, Evals → Live "
+                   "agreement) went to the nodes in this window; none is counted in the figures above, the request "
+                   "log or the canary guards.")
+        st.altair_chart(charts.tier_timeseries(shadow, "rps", window, tiers).properties(title="shadow requests/s"),
+                        width="stretch")

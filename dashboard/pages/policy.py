@@ -21,7 +21,8 @@ from quantroute.whatif import reclassify
 SECTIONS = ["Edit draft", "History, approve, activate, rollback"]
 
 
-def _reset_draft(data_dict: dict, base: int) -> None:
+def reset_draft(data_dict: dict, base: int) -> None:
+    """Make `data_dict` the editor's draft, started from version `base` (also how Live agreement opens one)."""
     st.session_state["policy_draft"] = data_dict
     st.session_state["policy_base"] = base
     st.session_state["policy_gen"] = st.session_state.get("policy_gen", 0) + 1
@@ -91,7 +92,7 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
     base_choice = st.selectbox("Start from version", versions[::-1], key="policy_base_choice",
                                format_func=lambda v: f"{v}{' (active)' if v == active.version else ''}")
     if st.session_state.get("policy_base") != base_choice or "policy_rows" not in st.session_state:
-        _reset_draft(policy_to_data(store.load(base_choice)), base_choice)
+        reset_draft(policy_to_data(store.load(base_choice)), base_choice)
     draft0, gen = st.session_state["policy_draft"], st.session_state["policy_gen"]
     rows = st.session_state["policy_rows"]
     previous = st.session_state.get("policy_issue_slots", [])
@@ -114,7 +115,7 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
             edited["thresholds"].append({"min_score": 100.0, "tier": "fp16"})
         if rule is not None:
             edited["rules"].append(rule)
-        _reset_draft(edited, base_choice)
+        reset_draft(edited, base_choice)
         st.rerun()
     with tab_yaml:
         text = st.text_area("Draft as YAML (edit and apply to replace the form values)" if editor else
@@ -131,7 +132,7 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
             else:
                 if isinstance(parsed, dict):
                     st.session_state["policy_yaml_issues"] = yaml_issue_lines(text)
-                    _reset_draft(parsed, base_choice)
+                    reset_draft(parsed, base_choice)
                     st.rerun()
                 st.error("a policy is a mapping of keys (version, tiers, rules, thresholds, ...)")
 
@@ -189,7 +190,7 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
                                               "can be activated."))
             if v:
                 st.session_state.pop("whatif", None)
-                _reset_draft(policy_to_data(store.load(v)), v)
+                reset_draft(policy_to_data(store.load(v)), v)
                 st.session_state["policy_follow"] = v  # both version selectors move to it on the next run
             st.rerun()
 

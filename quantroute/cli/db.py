@@ -61,7 +61,7 @@ def prune(older_than: str, rollup_older_than: str | None, batch: int, dry_run: b
 
     from quantroute.cli.database import open_engine
     from quantroute.clock import utcnow
-    from quantroute.db import audit, request_log, request_stats
+    from quantroute.db import audit, request_log, request_stats, shadow_pair
     from quantroute.db.engine import database_url
     from quantroute.db.engine import session as db_session
 
@@ -84,6 +84,7 @@ def prune(older_than: str, rollup_older_than: str | None, batch: int, dry_run: b
             with engine.connect() as conn:
                 counted = request_stats.count_before(conn=conn, before=now - timedelta(seconds=roll_s))
             msg += f" and {counted} rollup row(s)"
+        msg += f" and {shadow_pair.count_before(engine, raw_cut)} shadow pair(s)"
         click.echo(f"{msg} ({where})")
         return
     n = request_log.prune_before(engine, raw_cut, batch=batch)
@@ -93,9 +94,12 @@ def prune(older_than: str, rollup_older_than: str | None, batch: int, dry_run: b
         with engine.begin() as conn:
             m = request_stats.prune_before(conn=conn, before=now - timedelta(seconds=roll_s))
         msg += f" and {m} rollup row(s)"
+    pairs = shadow_pair.prune_before(engine, raw_cut, batch=batch)  # shadow pairs: the request log's retention
+    msg += f" and {pairs} shadow pair(s)"
     with db_session(engine) as s:
         audit.record(s, actor=by, action="db.prune", subject="request_log",
                      detail={"older_than": older_than, "before": raw_cut.isoformat(), "request_log_rows": n,
-                             "rollup_older_than": rollup_older_than, "rollup_rows": m})
+                             "rollup_older_than": rollup_older_than, "rollup_rows": m,
+                             "shadow_pairs": pairs})
         s.commit()
     click.echo(f"{msg} ({where})")

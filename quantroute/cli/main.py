@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "quantize": "quantroute.cli.quantize:quantize",
     "fleet": "quantroute.cli.fleet:fleet",
     "dashboard": "quantroute.cli.dashboard:dashboard",
+    "shadow": "quantroute.cli.shadow:shadow",
 }
 
 

@@ -14,6 +14,7 @@ from quantroute.db import (
     request_stats,
     rollout,
     session_pin,
+    shadow_pair,
     user,
 )
 from quantroute.db import eval as _eval

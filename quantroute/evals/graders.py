@@ -4,7 +4,6 @@ to regenerate it: empty, truncated at max_tokens, or invalid for its format)."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import unicodedata
@@ -12,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from quantroute.answers import fenced, last_number, normalize, parse_json
 from quantroute.evals import sandbox
 from quantroute.evals.suite import (
     FORMAT_GRADERS,
@@ -32,42 +32,6 @@ class Grade(BaseModel):
     valid: bool  # well-formed for the grader's format (always True for free-text graders)
     needs_retry: bool
     detail: str = ""
-
-
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.S)
-_NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+−]?\.\d+")
-
-
-def fenced(text: str, *langs: str) -> str | None:
-    """Body of the first ``` block whose language is one of `langs` (or untagged); None when there is none."""
-    for m in _FENCE.finditer(text):
-        if not m.group(1) or m.group(1).lower() in langs:
-            return m.group(2)
-    return None
-
-
-def normalize(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = re.sub(r"```[A-Za-z0-9_+-]*", " ", text)
-    text = "".join(" " if unicodedata.category(c).startswith("P") or c in "`'\"" else c for c in text)
-    return " ".join(text.split())
-
-
-def last_number(text: str) -> float | None:
-    boxed = re.findall(r"\\boxed\{([^}]*)\}", text)
-    found = _NUMBER.findall(boxed[-1] if boxed else text)
-    if not found:
-        return None
-    try:
-        return float(found[-1].replace(",", "").replace("−", "-"))
-    except ValueError:
-        return None
-
-
-def parse_json(text: str) -> Any:
-    """JSON from the answer: a ```json fence, else the whole answer. Raises ValueError when it is not JSON."""
-    body = fenced(text, "json")
-    return json.loads(body if body is not None else text.strip())
 
 
 def subset_mismatch(expected: Any, actual: Any, path: str = "$") -> str | None:

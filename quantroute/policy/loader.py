@@ -142,6 +142,16 @@ def semantic_issues(p: Policy) -> list[Issue]:
             issues.append(Issue(f"{path}.candidate", "the candidate must be a new deployment id, not the baseline's"))
         if c.percent not in (0, *c.steps):
             issues.append(Issue(f"{path}.percent", f"{c.percent} is not 0 or one of the steps {c.steps}"))
+    if p.shadow is not None:
+        valid = ", ".join(t.value for t in ladder)
+        for i, pair in enumerate(p.shadow.pairs):
+            for j, tier in enumerate(pair.served):
+                if tier not in ladder:
+                    issues.append(Issue(f"shadow.pairs[{i}].served[{j}]", f"tier {tier.value!r} is not in tiers; "
+                                                                         f"valid: {valid}"))
+            if pair.shadow is not None and pair.shadow not in ladder:
+                issues.append(Issue(f"shadow.pairs[{i}].shadow", f"tier {pair.shadow.value!r} is not in tiers; "
+                                                                 f"valid: {valid}"))
     return issues
 
 
@@ -263,6 +273,13 @@ def load_policy(path: str | Path) -> Policy:
 def policy_to_data(policy: Policy) -> dict[str, Any]:
     """The YAML-ready dict, without defaults noise removed (explicit is better for reviewers)."""
     data = policy.model_dump(mode="json", by_alias=True, exclude={"content_hash"})
+    # Sections added after versions were stored are left out while unset, so that content (and its hash) of
+    # every version written before them stays what it was.
+    if data.get("shadow") is None:
+        data.pop("shadow", None)
+    for c in data.get("canaries", []):
+        if c.get("guards", {}).get("min_live_agreement", 0) is None:
+            del c["guards"]["min_live_agreement"]
     return data
 
 

@@ -274,6 +274,16 @@ class HeaderPolicy(Strict):
     min_tier_header: str = "x-min-tier"
 
 
+class LiveAgreementGuard(Strict):
+    """The candidate's agreement with the reference (top) tier on shadow pairs must not fall below the
+    baseline's by more than `max_drop`; with fewer than `min_pairs` pairs in either arm the guard is
+    inconclusive, which holds the step."""
+
+    max_drop: float = Field(default=0.02, ge=0, le=1, description="largest allowed drop in agreement rate "
+                            "(0.02 = 2 points) of the candidate below the baseline")
+    min_pairs: int = Field(default=30, ge=1, description="shadow pairs each arm needs in the window")
+
+
 class Guards(Strict):
     max_error_rate: float = Field(default=0.02, ge=0, le=1)
     max_p95_latency_ratio: float = Field(default=1.5, gt=0)
@@ -284,6 +294,9 @@ class Guards(Strict):
     # Consecutive breaching evaluations before the automatic rollback (Argo's failureLimit, Flagger's
     # threshold). Below it a breach holds the step; a passing or inconclusive evaluation resets the count.
     failure_limit: int = Field(default=1, ge=1)
+    # Live shadow agreement with the reference tier (issue 18); absent = not guarded (and not in the stored
+    # content, so versions written before it keep their hashes)
+    min_live_agreement: LiveAgreementGuard | None = None
 
 
 DEFAULT_STEPS: tuple[float, ...] = (1, 5, 10, 25, 50, 100)  # percent of the model's traffic per canary step
@@ -307,6 +320,54 @@ class CanarySpec(Strict):
         if any(b <= a for a, b in zip(steps, steps[1:])):
             raise ValueError(f"steps must increase strictly, got {steps}")
         return steps
+
+
+class ShadowPairSpec(Strict):
+    """Where a sampled request's shadow goes: requests served at one of `served` tiers are also sent to the
+    `shadow` tier (a lower tier: is it good enough? the top tier: how far is the served tier from it?), or, with
+    `canary`, requests served by either arm of a running canary are also sent to the other arm's deployment."""
+
+    served: list[Tier] = Field(default_factory=list)
+    shadow: Tier | None = None
+    canary: bool = False
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ShadowPairSpec:
+        if self.canary:
+            if self.served or self.shadow is not None:
+                raise ValueError("a canary pair takes no served or shadow tiers (it pairs the two arms)")
+        elif not self.served or self.shadow is None:
+            raise ValueError("give served tiers and a shadow tier, or canary: true")
+        elif self.shadow in self.served:
+            raise ValueError(f"the shadow tier {self.shadow.value!r} is also a served tier: a deployment is not "
+                             "compared with its own tier")
+        return self
+
+
+def _default_pairs() -> list[ShadowPairSpec]:
+    return [ShadowPairSpec(served=[Tier.fp8, Tier.int8, Tier.int4], shadow=Tier.fp16),
+            ShadowPairSpec(served=[Tier.fp16], shadow=Tier.int4)]
+
+
+class Shadow(Strict):
+    """Shadow comparison on live traffic (issue 18): a share of eligible requests is also sent, after the
+    client's answer, to a second deployment; the two answers are compared and stored. It never delays or changes
+    the client's response, and shadow requests are counted apart from user traffic everywhere."""
+
+    rate: float = Field(default=0.0, ge=0, le=1, description="share of eligible requests shadowed")
+    max_temperature: float = Field(default=0.0, ge=0, le=2, description="eligible up to this temperature "
+                                   "(0: greedy only, where two deployments of one model should agree)")
+    streams: bool = Field(default=True, description="streamed requests are eligible too")
+    max_request_bytes: int = Field(default=65_536, ge=1, description="larger request bodies are not shadowed")
+    max_output_tokens: int | None = Field(default=1024, ge=1, description="requests asking for more are not "
+                                          "shadowed (unset: any)")
+    max_target_load: float = Field(default=4.0, ge=0, description="shadow only to a node whose load (router "
+                                   "in-flight + shadows + scraped waiting + 8 x KV-cache usage, per speed) is "
+                                   "at most this")
+    max_concurrent: int = Field(default=4, ge=1, description="shadow requests in flight per router replica")
+    timeout_s: float = Field(default=60.0, gt=0, description="a shadow request still running after this is "
+                             "abandoned (and recorded as a timeout)")
+    pairs: list[ShadowPairSpec] = Field(default_factory=_default_pairs, min_length=1)
 
 
 class FleetWarning(Strict):
@@ -333,6 +394,8 @@ class Policy(Strict):
     headers: HeaderPolicy = Field(default_factory=HeaderPolicy)
     canaries: list[CanarySpec] = Field(default_factory=list)
     fleet_warning: FleetWarning = Field(default_factory=FleetWarning)
+    # absent = no shadow traffic (and not in the stored content, so earlier versions keep their hashes)
+    shadow: Shadow | None = None
 
     # -- lookups used by the router, rollouts and the dashboard
 

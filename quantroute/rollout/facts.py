@@ -18,7 +18,7 @@ from quantroute.db.node import list_nodes
 from quantroute.db.request_log import RequestLog
 from quantroute.policy.model import CanarySpec, Policy
 from quantroute.rollout.checklist import Fact
-from quantroute.rollout.guards import ArmStats, arm_stats
+from quantroute.rollout.guards import AgreementStats, ArmStats, arm_stats
 
 COVERAGE = {"math": ("math",), "code": ("code",), "tool calling/JSON": ("json", "structured"),
             "multilingual": ("multilingual",), "long context": ("long_context",)}
@@ -89,6 +89,17 @@ def arm_window(engine: Engine, *, model: str, deployment: str, arm: str, start: 
             RequestLog.ts >= start, RequestLog.ts <= end)
         rows = list(s.exec(q))
     return arm_stats(rows)
+
+
+def agreement_window(engine: Engine, *, model: str, deployment: str, arm: str, reference_tier: str, start: datetime,
+                     end: datetime) -> AgreementStats:
+    """One arm's shadow pairs against the reference tier (the min_live_agreement guard): like `arm_window`, only
+    requests the router's hash put in `arm` count; shadow requests themselves are never in the request log."""
+    from quantroute.db import shadow_pair
+
+    n, k = shadow_pair.arm_agreement(engine, model=model, deployment=deployment, arm=arm,
+                                     reference_tier=reference_tier, start=start, end=end)
+    return AgreementStats(pairs=n, agree=k)
 
 
 def node_facts(engine: Engine, router: RouterAdmin | None, spec: CanarySpec) -> dict[str, Fact]:
@@ -162,4 +173,8 @@ def guards_fact(spec: CanarySpec) -> Fact:
     detail = (f"errors <= {g.max_error_rate:.1%}, p95 <= {g.max_p95_latency_ratio:g}x, TTFT <= "
               f"{g.max_ttft_ratio:g}x over {g.window_s}s (min {g.min_requests} requests); steps "
               f"{', '.join(f'{s:g}%' for s in spec.steps)}")
+    if g.min_live_agreement is not None:
+        la = g.min_live_agreement
+        detail += (f"; live agreement with the top tier at most {100 * la.max_drop:g} points below the baseline's "
+                   f"(min {la.min_pairs} shadow pairs)")
     return Fact(ok=gradual, detail=detail if gradual else detail + " - not gradual (first step above 25%)")

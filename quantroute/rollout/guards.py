@@ -7,7 +7,11 @@ arms; the error-rate limit is absolute, so it can breach on the candidate's figu
 The eval guard (`guards.require_eval_pass`, on by default) judges eval runs, it does not start them: the
 service passes the verdict of the newest finished run of the candidate vs the baseline on the pinned suite
 recorded since the rollout started (`quantroute eval run`, or the dashboard's Evals page, while it is live).
-When that run failed it is a breach on its own, whatever the traffic sample; a newer passing run clears it."""
+When that run failed it is a breach on its own, whatever the traffic sample; a newer passing run clears it.
+
+The live agreement guard (`guards.min_live_agreement`, optional) judges shadow pairs (issue 18): of each arm's
+requests shadowed to the reference (top) tier, the share whose answers agreed. The candidate's share may fall
+below the baseline's by at most `max_drop`; with fewer than `min_pairs` pairs in either arm it is inconclusive."""
 
 from __future__ import annotations
 
@@ -32,6 +36,17 @@ class ArmStats(BaseModel):
         return self.errors / self.requests if self.requests else 0.0
 
 
+class AgreementStats(BaseModel):
+    """One arm's shadow pairs against the reference tier over the window: how many, how many agreed."""
+
+    pairs: int
+    agree: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.agree / self.pairs if self.pairs else 0.0
+
+
 class Window(BaseModel):
     start: datetime
     end: datetime
@@ -40,7 +55,7 @@ class Window(BaseModel):
 
 
 class Breach(BaseModel):
-    guard: Literal["error_rate", "p95_latency_ratio", "ttft_ratio", "eval"]
+    guard: Literal["error_rate", "p95_latency_ratio", "ttft_ratio", "eval", "live_agreement"]
     value: float
     limit: float
     detail: str
@@ -52,6 +67,7 @@ class GuardVerdict(BaseModel):
     window: Window | None = None
     baseline: ArmStats | None = None
     candidate: ArmStats | None = None
+    agreement: dict[str, AgreementStats] | None = None  # baseline / candidate, when the guard is configured
     summary: str
 
 
@@ -71,12 +87,17 @@ def _ratio(cand: float | None, base: float | None) -> float | None:
 
 
 def evaluate(baseline: ArmStats, candidate: ArmStats, guards: Guards, window: Window | None = None,
-             eval_failure: str | None = None) -> GuardVerdict:
-    """`eval_failure`: the verdict of a fresh eval run of the candidate that failed (guards.require_eval_pass)."""
+             eval_failure: str | None = None,
+             agreement: tuple[AgreementStats, AgreementStats] | None = None) -> GuardVerdict:
+    """`eval_failure`: the verdict of a fresh eval run of the candidate that failed (guards.require_eval_pass);
+    `agreement`: (baseline, candidate) shadow pairs against the reference tier (guards.min_live_agreement)."""
+    live = guards.min_live_agreement if agreement is not None else None
+
     def verdict(status: Literal["pass", "breach", "inconclusive"], breaches: list[Breach],
                 summary: str) -> GuardVerdict:
+        shown = {"baseline": agreement[0], "candidate": agreement[1]} if agreement is not None else None
         return GuardVerdict(status=status, breaches=breaches, window=window, baseline=baseline,
-                            candidate=candidate, summary=summary)
+                            candidate=candidate, agreement=shown, summary=summary)
 
     breaches: list[Breach] = []
     if eval_failure and guards.require_eval_pass:
@@ -98,6 +119,18 @@ def evaluate(baseline: ArmStats, candidate: ArmStats, guards: Guards, window: Wi
                 breaches.append(Breach(guard=guard, value=r, limit=limit,
                                        detail=f"candidate {what} {c:.0f} ms / baseline {b:.0f} ms = {r:.2f}x "
                                               f"> {limit:g}x"))
+    few_pairs: list[str] = []
+    if live is not None and agreement is not None:
+        base_a, cand_a = agreement
+        few_pairs = [f"{arm} {a.pairs}/{live.min_pairs}" for arm, a in (("candidate", cand_a), ("baseline", base_a))
+                     if a.pairs < live.min_pairs]
+        drop = base_a.rate - cand_a.rate
+        if not few_pairs and drop > live.max_drop:
+            breaches.append(Breach(guard="live_agreement", value=drop, limit=live.max_drop,
+                                   detail=(f"candidate agrees with the reference tier on {cand_a.rate:.1%} of "
+                                           f"{cand_a.pairs} shadow pairs, baseline on {base_a.rate:.1%} of "
+                                           f"{base_a.pairs}: {100 * drop:.1f} points lower > "
+                                           f"{100 * live.max_drop:g}")))
     if breaches:
         return verdict("breach", breaches, "; ".join(f"{b.guard}: {b.detail}" for b in breaches))
     if not both:
@@ -105,7 +138,13 @@ def evaluate(baseline: ArmStats, candidate: ArmStats, guards: Guards, window: Wi
                  if s.requests < n_min]
         return verdict("inconclusive", [], f"too few requests in the window ({', '.join(short)} needed); "
                                            "holding the step")
-    return verdict("pass", [], _pass_summary(baseline, candidate))
+    if few_pairs:
+        return verdict("inconclusive", [], f"too few shadow pairs against the reference tier ({', '.join(few_pairs)}"
+                                           " needed) for the live agreement guard; holding the step")
+    summary = _pass_summary(baseline, candidate)
+    if live is not None and agreement is not None:
+        summary += f", live agreement {agreement[1].rate:.1%} vs {agreement[0].rate:.1%}"
+    return verdict("pass", [], summary)
 
 
 def _pass_summary(b: ArmStats, c: ArmStats) -> str:

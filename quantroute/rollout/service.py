@@ -292,7 +292,15 @@ class RolloutService:
             fresh = facts.eval_gate(self.engine, spec, policy.deployments[row.candidate].eval_suite,
                                     since=row.started_at)
             failure = fresh.failed
-        return evaluate(base, cand, g, window, eval_failure=failure)
+        agreement = None
+        if g.min_live_agreement is not None:  # shadow pairs against the top tier, per arm, same windows
+            ref = policy.tier_ladder()[0].value
+            bw = (window.baseline_start or start, window.baseline_end or now)
+            agreement = (facts.agreement_window(self.engine, model=row.model, deployment=row.baseline,
+                                                arm=BASELINE_ARM, reference_tier=ref, start=bw[0], end=bw[1]),
+                         facts.agreement_window(self.engine, model=row.model, deployment=row.candidate,
+                                                arm=CANDIDATE_ARM, reference_tier=ref, start=start, end=now))
+        return evaluate(base, cand, g, window, eval_failure=failure, agreement=agreement)
 
     # ---- reconciliation (the controller) ---------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from quantroute.router.responses import send_error
 from quantroute.router.retention import retention_loop
 from quantroute.router.sessions import PinStore
 from quantroute.router.settings import RouterSettings, tls_context
+from quantroute.router.shadow import Shadower
 from quantroute.router.supervise import supervise
 from quantroute.router.upstream import FastUpstream, HttpxUpstream
 
@@ -62,6 +63,9 @@ class Router:
                                        max_buffered=settings.log_buffer_max,
                                        max_buffered_bytes=settings.log_buffer_max_bytes,
                                        on_drop=self.metrics.log_dropped_rows)
+        self.shadows = Shadower(self.fleet, engine=engine, storage=settings.prompt_storage,
+                                log_batch_size=settings.log_batch_size, flush_interval_s=settings.log_flush_interval_s,
+                                registry=self.metrics.registry)
         self.node_sync = NodeSync(self.fleet, engine, interval_s=settings.node_refresh_s)
         self.decider = Decider(self.fleet, self.pins, retry_after_s=settings.retry_after_s, metrics=self.metrics,
                                on_miss=self.node_sync.kick)
@@ -86,6 +90,7 @@ class Router:
                          if self.transport is not None else
                          FastUpstream(connect_timeout=s.connect_timeout_s, timeout=s.upstream_timeout_s,
                                       read_timeout=s.upstream_read_timeout_s, tls=tls))
+        self.shadows.upstream = self.upstream
         self.forwarder = Forwarder(self.upstream, self.fleet, retries=s.retries,
                                    on_upstream_error=self._upstream_error)
         await asyncio.to_thread(self.holder.load_initial)
@@ -100,6 +105,7 @@ class Router:
         spawn("probes", lambda: probe_loop(self.client, self.fleet, interval=s.probe_interval_s,
                                            timeout=s.probe_timeout_s))
         spawn("request-log", self.writer.run)
+        spawn("shadow-log", self.shadows.writer.run)
         if s.watch_pointer:
             spawn("policy-watch", self.holder.watch_pointer)
         if self.pin_committer is not None:
@@ -120,6 +126,7 @@ class Router:
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.shadows.close(timeout_s=2)
         await self.writer.close(timeout_s=5)
         if self.client is not None:
             await self.upstream.aclose()
@@ -224,6 +231,8 @@ class Router:
             if not route.waited:
                 self.metrics.decision_seconds.observe(time.perf_counter() - started)
             route.rules_header = ",".join(route.decision.rule_names).encode() if route.decision else b""
+            shadow = self.shadows.sample(route, data, len(body))  # None for all but a sampled share
+            out.capture = shadow is not None
             try:
                 await self._forward(route, path, body, raw_headers, receive, send, started, out)
             except PinMoved:  # another replica pinned this session first: go where its pin says
@@ -231,6 +240,11 @@ class Router:
                 route = await self.decider.follow(route)
                 route.rules_header = ",".join(route.decision.rule_names).encode() if route.decision else b""
                 await self._forward(route, path, body, raw_headers, receive, send, started, out)
+            if shadow is not None:  # the client has its whole answer: the shadow starts now, and is not awaited
+                route.node = out.node or route.node
+                self.shadows.launch(shadow, route=route, path=path, body=body, headers=raw_headers, served=out.body,
+                                    served_status=out.status, request_id=request_id, ts=ts, data=data,
+                                    header_map=headers)
         except RouterError as e:
             out.status, out.error = e.status, out.error or e.message[:500]
             if out.committed:

@@ -49,6 +49,7 @@ class Node:
     healthy: bool = True
     failures: int = 0
     inflight: int = 0
+    shadow_inflight: int = 0  # shadow requests (router.shadow) on this node: never part of `inflight`
     waiting: int = 0
     running: int = 0
     kv_usage: float = 0.0
@@ -82,7 +83,7 @@ class Node:
                 "hardware": self.hardware, "vram_gb": self.vram_gb, "speed": self.speed,
                 "generation": self.generation, "generation_started": self.generation_started.isoformat(),
                 "healthy": self.healthy, "draining": self.draining, "consecutive_failures": self.failures,
-                "inflight": self.inflight,
+                "inflight": self.inflight, "shadow_inflight": self.shadow_inflight,
                 "waiting": self.waiting, "running": self.running, "kv_usage": self.kv_usage,
                 "last_error": self.last_error}
 

@@ -16,6 +16,8 @@ from quantroute.router.errors import UpstreamFailed
 from quantroute.router.nodes import Node, NodePool
 from quantroute.router.upstream import UpstreamError, UpstreamTimeout
 
+MAX_CAPTURE_BYTES = 1024 * 1024  # a larger answer is not kept for a shadow comparison
+
 # Client headers worth passing on; everything else (host, length, encodings, hop-by-hop) is ours to set.
 FORWARD_HEADERS = frozenset({b"authorization", b"content-type", b"accept", b"x-request-id", b"traceparent",
                              b"openai-organization", b"openai-project"})
@@ -37,6 +39,8 @@ class ForwardResult:
     error: str | None = None
     committed: bool = False  # a response start went to the client
     timed_out: bool = False  # the last failed attempt was a body read timeout
+    capture: bool = False  # keep a copy of the answer sent to the client (a shadow will compare it)
+    body: bytes | None = None  # that copy (None: not captured, or larger than MAX_CAPTURE_BYTES)
 
 
 def upstream_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
@@ -144,6 +148,8 @@ class Forwarder:
                             "headers": hdrs + response_headers(node)})
                 out.ttft = time.perf_counter() - started
                 await send({"type": "http.response.body", "body": data})
+                if out.capture and len(data) <= MAX_CAPTURE_BYTES:
+                    out.body = data
                 if resp.status_code == 200:
                     out.prompt_tokens, out.completion_tokens = usage_from(data)
             if node.failures:
@@ -159,6 +165,8 @@ class Forwarder:
         await send({"type": "http.response.start", "status": resp.status_code,
                     "headers": [(b"content-type", ctype), (b"cache-control", b"no-cache")] + response_headers(node)})
         tail = last = b""
+        kept: list[bytes] | None = [] if out.capture else None
+        size = 0
         try:
             async for chunk in resp.aiter_raw():
                 if out.ttft is None:
@@ -167,6 +175,12 @@ class Forwarder:
                     tail = chunk
                 last = chunk
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if kept is not None:  # a copy for the shadow comparison, bounded
+                    size += len(chunk)
+                    if size <= MAX_CAPTURE_BYTES:
+                        kept.append(chunk)
+                    else:
+                        kept = None
         except UpstreamError as e:
             # Bytes already went out, so no retry: end the stream with an error event (OpenAI's SDKs raise on
             # a `data: {"error": ...}` event) rather than let a cut stream pass for a finished one.
@@ -181,6 +195,8 @@ class Forwarder:
             await send({"type": "http.response.body", "body": sep + b"data: " + err.body() + b"\n\n",
                         "more_body": True})
         await send({"type": "http.response.body", "body": b""})
+        if kept is not None and out.status == 200:
+            out.body = b"".join(kept)
         if tail:
             out.prompt_tokens, out.completion_tokens = usage_from(tail)
 

@@ -52,6 +52,8 @@ class _Unreachable(Exception):
 
 
 class RequestLogWriter:
+    json_columns: tuple[str, ...] = ("rules", "replay")  # columns bounded as JSON values (storable_row)
+
     def __init__(self, engine: Engine | None, *, batch_size: int = 500, flush_interval_s: float = 0.5,
                  max_buffered: int = 20_000, max_buffered_bytes: int = 64 * 1024 * 1024,
                  on_drop: OnDrop | None = None) -> None:
@@ -136,7 +138,7 @@ class RequestLogWriter:
         """In a worker thread: store `batch`, isolating rows the DB refuses. (written, rejected)."""
         # The client-controlled originals stay in `batch` (to put back in order on _Unreachable); cleaned copies
         # are what gets inserted.
-        clean = {id(r): storable_row(r) for r in batch}
+        clean = {id(r): storable_row(r, self.json_columns) for r in batch}
         chunks = [batch]
         written = rejected = 0
         while chunks:

@@ -12,6 +12,7 @@ from datetime import timedelta
 from sqlalchemy.engine import Engine
 
 from quantroute.clock import utcnow
+from quantroute.db import shadow_pair
 from quantroute.db.request_log import prune_before
 
 log = logging.getLogger(__name__)
@@ -21,7 +22,10 @@ async def retention_loop(engine: Engine, *, max_age: timedelta, interval_s: floa
                          on_pruned: Callable[[int], None] | None = None) -> None:
     while True:
         try:
-            n = await asyncio.to_thread(prune_before, engine, utcnow() - max_age, batch=batch)
+            cut = utcnow() - max_age
+            n = await asyncio.to_thread(prune_before, engine, cut, batch=batch)
+            # shadow pairs keep the request log's retention (they may hold bodies too)
+            await asyncio.to_thread(shadow_pair.prune_before, engine, cut, batch=batch)
             if n and on_pruned is not None:
                 on_pruned(n)
         except Exception:

@@ -92,9 +92,13 @@ def plan(state: NodeState, params: GenerationParams, body: dict) -> tuple[int, t
     key = quality.prompt_key(body)
     item = s.suites.get(key)
     answer = None
+    dep = s.node.deployment
     if item is not None and s.quality is not None:
-        dep = s.node.deployment
         answer, _ = quality.answer(item, tier=dep.tier, deployment_id=dep.id, table=s.quality, seed=s.seed)
+    elif s.quality is not None and body.get("temperature") == 0 and key:
+        # greedy: the FP16 answer, or at lower tiers with the table's probability a drifted one (shadow pairs)
+        answer = text.greedy_answer(key, quality.task_type(body), tier=dep.tier, deployment_id=dep.id,
+                                    table=s.quality, seed=s.seed)
     out = text.plan_output(key=f"{params.seed}|{s.node.deployment.id}|{key}", answer=answer,
                            max_tokens=wanted or (limit - prompt_tokens), stop=params.stop_list,
                            ignore_eos=params.ignore_eos)

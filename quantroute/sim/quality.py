@@ -25,15 +25,41 @@ DEFAULT_SUITES = str(DATA_DIR / "evals" / "*.jsonl")
 
 
 class QualityTable(BaseModel):
-    """p_err by tier, then by category (`default` for categories not listed)."""
+    """p_err by tier, then by category (`default` for categories not listed); p_agree (greedy answers outside
+    the eval suites that are the FP16 answer, token for token) by tier, then by task type."""
 
     model_config = ConfigDict(extra="forbid")
 
     tiers: dict[Tier, dict[str, float]]
+    agreement: dict[Tier, dict[str, float]] = {}
 
     def p_err(self, tier: Tier, category: str) -> float:
         row = self.tiers.get(tier) or self.tiers[Tier.int4]
         return row.get(category, row.get("default", 0.0))
+
+    def p_agree(self, tier: Tier, task: str) -> float:
+        """1.0 for a tier the table does not list: without a model of its drift, it answers as FP16 does."""
+        row = self.agreement.get(tier, {})
+        return row.get(task, row.get("default", 1.0))
+
+
+# Task types of requests outside the eval suites (the agreement table's columns), recognised from the prompt.
+_TASKS = (("json", re.compile(r"\bjson\b", re.I)),
+          ("math", re.compile(r"\b(?:math|calculate|compute|solve|equation|sum|percent|probability)\b|"
+                              r"\d\s*[-+*/^]\s*\d", re.I)),
+          ("code", re.compile(r"\b(?:code|python|function|sql|query|regex|script|javascript|bash|def)\b|```", re.I)))
+
+
+def task_type(body: dict) -> str:
+    """json (asked for JSON), math, code or chat: what kind of answer a greedy request expects."""
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema"):
+        return "json"
+    if "messages" in body:
+        text = " ".join(content_text(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict))
+    else:
+        text = prompt_key(body)
+    return next((name for name, rx in _TASKS if rx.search(text)), "chat")
 
 
 def load_quality(path: Path = DATA_DIR / "quality.yaml") -> QualityTable:

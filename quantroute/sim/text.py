@@ -3,11 +3,13 @@ token), deterministic filler text, and the rules vLLM applies to an output (max_
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
 
-from quantroute.sim.quality import content_text, unit_hash
+from quantroute.sim.quality import QualityTable, content_text, unit_hash
+from quantroute.tiers import Tier
 
 _TOKEN = re.compile(r"\s*\S+|\s+")
 _WORDS = ("the model serves each request at the tier its policy allows while the fleet keeps enough "
@@ -71,3 +73,53 @@ def plan_output(*, key: str, answer: str | None, max_tokens: int, stop: list[str
     if cuts:
         return Output(split_tokens(text[: min(cuts)]), "stop")
     return Output(tokens, finish)
+
+
+# How far a deployment's own quirks move a prompt's shared draw (as DEPLOYMENT_JITTER does for eval items): two
+# artifacts of one tier mostly drift on the same prompts, and a lower tier drifts on (almost) every prompt a higher
+# one drifts on.
+GREEDY_JITTER = 0.01
+
+
+def _reference(key: str, task: str, seed: int) -> str:
+    """The FP16 deployment's greedy answer to a prompt outside the eval suites (the same on every FP16 node)."""
+    words = filler(f"{seed}|greedy|{key}", 12 + int(unit_hash(seed, key, "len") * 100))
+    if task == "json":
+        picks = [w.strip(" .").lower() for w in words[:4]]
+        return json.dumps({"answer": picks[0], "items": picks[1:], "count": len(picks) - 1})
+    if task == "math":
+        return "".join(words) + f"\nAnswer: {int(unit_hash(seed, key, 'n') * 1000)}"
+    return "".join(words)
+
+
+def _drifted(ref: str, task: str, key: str, deployment_id: str, seed: int) -> str:
+    """A greedy answer that leaves the reference at a point fixed by the prompt and deployment, and differs in its
+    result: another text, another final number, another (or a cut) JSON object."""
+    if task == "json":
+        data = json.loads(ref)
+        if unit_hash(seed, key, deployment_id, "cut") < 0.3:
+            return ref[: len(ref) // 2]
+        data["count"] += 1
+        return json.dumps(data)
+    body, _, last = ref.rpartition("\nAnswer: ") if task == "math" else (ref, "", "")
+    tokens = split_tokens(body)
+    # early in the answer, as greedy drift usually is (and within any max_tokens a client sets)
+    at = int(unit_hash(seed, key, deployment_id, "at") * min(len(tokens), 24))
+    alt = filler(f"{seed}|{deployment_id}|{key}|drift", max(4, len(tokens) - at))
+    if at < len(tokens) and alt[0].strip(" .").lower() == tokens[at].strip(" .").lower():
+        alt[0] = " instead"
+    text = "".join(tokens[:at]) + (" " if at else "") + "".join(alt).lstrip()
+    return text + (f"\nAnswer: {int(last) + 1}" if task == "math" else "")
+
+
+def greedy_answer(key: str, task: str, *, tier: Tier, deployment_id: str, table: QualityTable, seed: int = 0) -> str:
+    """A deployment's answer at temperature 0 to a prompt outside the eval suites: the FP16 reference with the
+    quality table's p_agree(tier, task), else a drifted answer; the same inputs always give the same text."""
+    ref = _reference(key, task, seed)
+    p = table.p_agree(tier, task)
+    if p >= 1:
+        return ref
+    draw = unit_hash(seed, "greedy", key) + (unit_hash(seed, "greedy", key, deployment_id) - 0.5) * 2 * GREEDY_JITTER
+    if draw >= 1 - p:
+        return ref
+    return _drifted(ref, task, key, deployment_id, seed)

@@ -6,6 +6,7 @@ both); without them every test here is skipped with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -55,8 +56,9 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
-@pytest.fixture(scope="session")
-def vllm_server(tmp_path_factory) -> Iterator[VllmServer]:
+@contextlib.contextmanager
+def start_vllm(log_dir: Path, deployment: str = DEPLOYMENT, model: str = MODEL) -> Iterator[VllmServer]:
+    """One vLLM server of the tiny model answering to `deployment` (first, so responses name it) and `model`."""
     python = os.environ.get("QUANTROUTE_VLLM_PYTHON")
     if not python:
         pytest.skip("QUANTROUTE_VLLM_PYTHON not set: run `bash scripts/setup_vllm.sh` and export "
@@ -65,7 +67,7 @@ def vllm_server(tmp_path_factory) -> Iterator[VllmServer]:
     if not (model_dir / "config.json").is_file():
         pytest.skip(f"{model_dir}: no tiny model; run `bash scripts/setup_vllm.sh`")
     port = free_port()
-    log = tmp_path_factory.mktemp("vllm") / "server.log"
+    log = log_dir / "server.log"
     env = os.environ | {
         "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache; the default wants far more than a test needs
         # Pin the worker's OpenMP thread to core 0 so the API server keeps a core: otherwise /health and
@@ -73,7 +75,7 @@ def vllm_server(tmp_path_factory) -> Iterator[VllmServer]:
         "VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "0"),
     }
     cmd = [python, str(REPO / "scripts" / "vllm_cli.py"), "serve", str(model_dir),
-           "--served-model-name", DEPLOYMENT, MODEL, "--host", "127.0.0.1", "--port", str(port),
+           "--served-model-name", deployment, model, "--host", "127.0.0.1", "--port", str(port),
            "--max-model-len", "512", "--max-num-seqs", "2", "--disable-uvicorn-access-log"]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -87,6 +89,12 @@ def vllm_server(tmp_path_factory) -> Iterator[VllmServer]:
 
         wait_until(healthy, what=lambda: f"vLLM to answer /health:\n{_tail(log)}", timeout=START_TIMEOUT_S,
                    interval=0.5, ignore=(httpx.HTTPError,))
-        yield VllmServer(url=url, model_dir=model_dir, deployment=DEPLOYMENT, model=MODEL, log=log)
+        yield VllmServer(url=url, model_dir=model_dir, deployment=deployment, model=model, log=log)
     finally:
         _stop(proc)
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory) -> Iterator[VllmServer]:
+    with start_vllm(tmp_path_factory.mktemp("vllm")) as server:
+        yield server

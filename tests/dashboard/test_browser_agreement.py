@@ -1,0 +1,82 @@
+"""Headless Chromium: an operator opens Evals → Live agreement, sees the rates and a suggestion with its evidence,
+and with one click lands on the Policy page with that change as a draft, its diff and its what-if replay. A
+screenshot of the tab lands in tests/artifacts/live-agreement.png."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from quantroute.ports import free_port
+from tests.dashboard.conftest import APP, PASSWORD, REPO
+from tests.dashboard.test_browser import ARTIFACTS, CHROMIUM, goto, idle, no_reprs
+from tests.shadow.seed import seed_pairs
+from tests.support.waiting import wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Chromium at /usr/bin/chromium")]
+
+
+@pytest.fixture
+def dashboard(stack, tmp_path):
+    engine, _ = stack
+    seed_pairs(engine, rule="casual-chat", served="int4", shadow="fp16", n=40, agree=20)
+    seed_pairs(engine, rule="greedy-structured", served="fp16", shadow="fp8", n=200, agree=200)
+    port = free_port()
+    log = (tmp_path / "dashboard.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", APP, "--server.headless", "true",
+                             "--server.port", str(port), "--server.address", "127.0.0.1",
+                             "--browser.gatherUsageStats", "false"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                            env=os.environ.copy(), start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        def up() -> bool:
+            assert proc.poll() is None, (tmp_path / "dashboard.log").read_text()
+            return httpx.get(url + "/_stcore/health", timeout=2).status_code == 200
+
+        wait_until(up, what="the dashboard to answer /_stcore/health", timeout=60, interval=0.3,
+                   ignore=(httpx.HTTPError,))
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+
+
+@pytest.mark.timeout(300)
+def test_a_suggestion_opens_a_policy_draft_with_its_what_if_replay(dashboard):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = b.new_page(viewport={"width": 1400, "height": 1800})
+        page.set_default_timeout(30_000)
+        page.goto(dashboard)
+        page.get_by_role("textbox", name="User").fill("olivia")
+        page.get_by_role("textbox", name="Password").fill(PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.get_by_text("olivia · ").wait_for()
+        goto(page, "Evals")
+        idle(page)
+        page.get_by_role("tab", name="Live agreement").click()
+        page.get_by_text("By deployment pair (served vs shadow)").wait_for()
+        page.get_by_text("20/40 shadow pairs agree").first.wait_for()
+        idle(page)
+        no_reprs(page, "live agreement")
+        page.wait_for_timeout(1000)  # let the trend chart draw
+        page.screenshot(path=str(ARTIFACTS / "live-agreement.png"), full_page=True)
+        # the first suggestion is the raise of casual-chat (-2 -> 6), in the left column
+        page.get_by_role("button", name="Open as policy draft with what-if replay").first.click()
+        page.get_by_role("heading", name="Policy").first.wait_for()
+        page.get_by_text("requests replayed").wait_for()
+        page.get_by_text("rules.casual-chat.weight").first.wait_for(state="attached")  # the draft's diff row
+        idle(page)
+        no_reprs(page, "policy draft from a suggestion")
+        page.screenshot(path=str(ARTIFACTS / "live-agreement-draft.png"), full_page=True)
+        assert page.get_by_role("button", name="Save draft as new version").is_enabled()
+        b.close()
