@@ -1,6 +1,7 @@
 """Continuous batching for one simulated node: sequences wait until a batch slot (max_num_seqs) and KV-cache room
 are free, then every engine step emits one token to each running sequence. A step costs the capacity model's decode
-time for the current batch plus the prefill of the sequences admitted in it.
+time for the current batch plus the prefill of the sequences admitted in it, less the prompt blocks the node's
+prefix cache already holds (`prefix.py`: automatic prefix caching, sharing the KV capacity with the batch).
 
 Time runs on a simulated clock that advances by step costs; the loop sleeps so that wall time follows it scaled by
 `time_scale`. When the event loop falls behind (noisy machine, coarse timers) the next steps run without sleeping
@@ -14,7 +15,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from quantroute.capacity import BLOCK_SIZE
 from quantroute.sim.metrics import NodeMetrics
+from quantroute.sim.prefix import PrefixCache
 from quantroute.sim.text import Output
 
 # At most this much wall-clock lag is made up by running steps back to back; beyond it the host stalled, and the
@@ -47,6 +50,9 @@ class Sequence:
     first_token_at: float | None = None
     aborted: bool = False
     tokens: asyncio.Queue = field(default_factory=asyncio.Queue)
+    prompt_hashes: tuple[int, ...] = ()  # one per full KV block of the prompt (prefix.block_hashes)
+    cached_tokens: int = 0  # prompt tokens found in the prefix cache at admission: prefill skips them
+    holds: bool = False  # holds its prompt blocks in the prefix cache (admitted, not ended yet)
 
     @property
     def total_steps(self) -> int:
@@ -61,6 +67,12 @@ class Sequence:
     def context(self) -> int:
         return self.prompt_tokens + self.generated
 
+    @property
+    def own_blocks(self) -> int:
+        """KV blocks that are the sequence's alone: its reservation beyond the full prompt blocks, which live
+        in the prefix cache (shared with any other sequence that has the same prefix)."""
+        return -(-self.kv_reserved // BLOCK_SIZE) - len(self.prompt_hashes)
+
 
 class NodeEngine:
     def __init__(self, *, model: StepModel, max_num_seqs: int, time_scale: float, metrics: NodeMetrics,
@@ -72,6 +84,8 @@ class NodeEngine:
         self.latency_factor = latency_factor
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
+        self.cache = PrefixCache()
+        self.kv_blocks = model.kv_capacity_tokens // BLOCK_SIZE
         self.steps = 0
         self._wake = asyncio.Event()
         self._t0: float | None = None
@@ -109,26 +123,49 @@ class NodeEngine:
             self.waiting.remove(seq)
         self._wake.set()
 
+    def used_blocks(self) -> int:
+        """KV blocks in use: the running sequences' own blocks plus every block the prefix cache holds."""
+        return sum(s.own_blocks for s in self.running) + self.cache.blocks
+
     def _admit(self) -> list[Sequence]:
-        """FIFO admission while a batch slot and KV room for the whole sequence are free (an oversized
-        sequence still runs when alone, as vLLM would have refused to start rather than starve it)."""
+        """FIFO admission while a batch slot and KV room for the whole sequence are free, evicting unused cached
+        blocks for room (an oversized sequence still runs when alone, as vLLM would have refused to start rather
+        than starve it). A sequence's cached prefix is held before anything is evicted for it."""
         admitted = []
-        reserved = sum(s.kv_reserved for s in self.running)
         while self.waiting and len(self.running) < self.max_num_seqs:
             seq = self.waiting[0]
-            if self.running and reserved + seq.kv_reserved > self.model.kv_capacity_tokens:
+            hit = self.cache.match(seq.prompt_hashes)
+            self.cache.hold(seq.prompt_hashes[:hit])
+            need = seq.own_blocks + self.cache.missing(seq.prompt_hashes)
+            short = self.used_blocks() + need - self.kv_blocks
+            if short > 0:
+                short -= self.cache.evict(short)
+            if short > 0 and self.running:
+                self.cache.release(seq.prompt_hashes[:hit])
                 break
             self.waiting.popleft()
+            self.cache.hold(seq.prompt_hashes[hit:])
+            seq.holds = True
+            # vLLM always computes at least the prompt's last token (its logits start the output)
+            seq.cached_tokens = min(hit * BLOCK_SIZE, max(0, seq.prompt_tokens - 1))
             self.running.append(seq)
-            reserved += seq.kv_reserved
             self.metrics.queue_time.observe(max(0.0, self._sim - seq.arrived))
             admitted.append(seq)
         return admitted
+
+    def _end(self, seq: Sequence) -> None:
+        """A finished or aborted sequence leaves its prompt blocks in the cache, evictable."""
+        if seq.holds:
+            seq.holds = False
+            self.cache.release(seq.prompt_hashes)
 
     # -- the loop ----------------------------------------------------------------------------------------
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
+            for s in self.running:
+                if s.aborted:
+                    self._end(s)
             self.running = [s for s in self.running if not s.aborted]
             self._forgive_stall(loop.time())
             admitted = self._admit()
@@ -157,10 +194,12 @@ class NodeEngine:
     def step_cost(self, admitted: list[Sequence]) -> float:
         """Decode for the whole batch plus prefill for the newly admitted sequences, times the fault knob."""
         decode = self.model.decode_step_s(len(self.running), sum(s.context for s in self.running))
-        prefill = sum(self.model.prefill_s(s.prompt_tokens) for s in admitted)
+        prefill = sum(self.model.prefill_s(s.prompt_tokens - s.cached_tokens) for s in admitted)
         for s in admitted:
             s.prefilled = True
             self.metrics.prompt_tokens.inc(s.prompt_tokens)
+            self.metrics.prefix_cache_queries.inc(s.prompt_tokens)
+            self.metrics.prefix_cache_hits.inc(s.cached_tokens)
         return (decode + prefill) * self.latency_factor()
 
     def _emit(self, step: float) -> None:
@@ -168,6 +207,7 @@ class NodeEngine:
         still = []
         for s in self.running:
             if s.aborted:
+                self._end(s)
                 continue
             text = s.output.tokens[s.generated] if s.output.tokens else ""
             s.generated += 1
@@ -183,6 +223,7 @@ class NodeEngine:
             if done:
                 self.metrics.e2e.observe(self._sim - s.arrived)
                 self.metrics.success(s.output.finish_reason)
+                self._end(s)
             else:
                 still.append(s)
         self.running = still

@@ -15,6 +15,8 @@ ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.
 REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
                    240.0, 480.0, 960.0, 1920.0, 7680.0)
 LABELS = ("model_name", "engine")
+# vLLM's (v1) prefix-cache counters, in tokens; exposed with the `_total` suffix (checked in tests/vllm)
+PREFIX_CACHE_COUNTERS = ("vllm:prefix_cache_queries", "vllm:prefix_cache_hits")
 
 
 class NodeMetrics:
@@ -34,6 +36,11 @@ class NodeMetrics:
                                      registry=r).labels(**self._labels)
         self.generation_tokens = Counter("vllm:generation_tokens", "Number of generation tokens processed.", LABELS,
                                          registry=r).labels(**self._labels)
+        # Automatic prefix caching, in tokens as vLLM (v1) counts them: every prompt token looked up, and those found.
+        self.prefix_cache_queries = Counter(PREFIX_CACHE_COUNTERS[0], "Prefix cache queries, in terms of number of "
+                                            "queried tokens.", LABELS, registry=r).labels(**self._labels)
+        self.prefix_cache_hits = Counter(PREFIX_CACHE_COUNTERS[1], "Prefix cache hits, in terms of number of cached "
+                                         "tokens.", LABELS, registry=r).labels(**self._labels)
         self._success = Counter("vllm:request_success", "Count of successfully processed requests.",
                                 (*LABELS, "finished_reason"), registry=r)
         self.ttft = Histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",

@@ -26,6 +26,7 @@ from quantroute.fleet import Faults, NodeSpec
 from quantroute.sim import quality, text
 from quantroute.sim.engine import NodeEngine, Sequence, StepModel
 from quantroute.sim.metrics import NodeMetrics
+from quantroute.sim.prefix import block_hashes
 from quantroute.sim.protocol import ApiError, Completion, GenerationParams, parse_params, sse
 
 SIM_VERSION = "0.1.0+quantroute-sim"
@@ -124,7 +125,8 @@ async def generate(request: Request, *, chat: bool) -> Response:
         return error_response(ApiError(500, "Simulated fault: the node failed this request (error_rate)."))
     if state.faults.extra_latency_ms:
         await asyncio.sleep(state.faults.extra_latency_ms / 1000)
-    seq = state.engine.submit(Sequence(prompt_tokens=prompt_tokens, output=out))
+    seq = state.engine.submit(Sequence(prompt_tokens=prompt_tokens, output=out,
+                                       prompt_hashes=block_hashes(text.prompt_pieces(body))))
     shape = Completion(chat=chat, model=state.settings.node.deployment.id)
     if params.stream:
         return StreamingResponse(stream(state, seq, shape, params.include_usage), media_type="text/event-stream")
@@ -211,6 +213,8 @@ async def info(request: Request) -> Response:
         "time_scale": s.time_scale, "kv_capacity_tokens": state.engine.model.kv_capacity_tokens,
         "decode_step_s_batch1": capacity.decode_step_s(s.shape, fmt, s.gpu, batch=1, context_tokens=0),
         "running": len(state.engine.running), "waiting": len(state.engine.waiting), "steps": state.engine.steps,
+        "kv_blocks": state.engine.kv_blocks, "kv_blocks_used": state.engine.used_blocks(),
+        "prefix_cache_blocks": state.engine.cache.blocks, "prefix_cache_evictable": state.engine.cache.evictable,
     })
 
 

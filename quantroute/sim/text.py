@@ -28,6 +28,27 @@ def count_tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / 4))
 
 
+def _chunks(text: str) -> list[str]:
+    """`count_tokens(text)` pieces of about 4 characters (one empty piece for empty text)."""
+    return [text[i:i + 4] for i in range(0, len(text), 4)] or [""]
+
+
+def prompt_pieces(body: dict) -> list[str]:
+    """The prompt as the node tokenizes it: what the prefix cache hashes, one piece per prompt token. A chat
+    message is its role header, its text and three end-of-turn tokens (chat templates add a few per message); the
+    prompt ends with the assistant's header, the generation prompt. So turn k+1 of a conversation starts with
+    exactly the pieces of turn k's prompt, as a real chat template's output does."""
+    if "messages" in body:
+        out: list[str] = []
+        for m in body["messages"]:
+            role = m.get("role") if isinstance(m, dict) else None
+            content = content_text(m.get("content")) if isinstance(m, dict) else ""
+            out += [f"<|{role}|>", *_chunks(content), "<|end|>", "\n", "\n"]
+        return [*out, "<|assistant|>"]
+    prompt = body.get("prompt") or ""
+    return _chunks(prompt if isinstance(prompt, str) else " ".join(map(str, prompt)))
+
+
 def prompt_tokens(body: dict) -> int:
     if "messages" in body:
         # Each message adds a few template tokens (role header, end-of-turn), as chat templates do.

@@ -14,6 +14,7 @@ REQUIRED = {
     "vllm:prompt_tokens": "counter", "vllm:generation_tokens": "counter", "vllm:request_success": "counter",
     "vllm:time_to_first_token_seconds": "histogram", "vllm:inter_token_latency_seconds": "histogram",
     "vllm:e2e_request_latency_seconds": "histogram", "vllm:request_queue_time_seconds": "histogram",
+    "vllm:prefix_cache_queries": "counter", "vllm:prefix_cache_hits": "counter",
 }
 
 

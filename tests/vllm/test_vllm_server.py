@@ -124,6 +124,34 @@ def test_metrics_names_and_labels(client, vllm_server):
         assert any(s.name == f"{hist}_count" and s.value >= 1 for s in fams[hist]), hist
 
 
+def test_prefix_cache_counters_are_the_ones_the_simulator_exports(vllm_server):
+    """vLLM's automatic prefix caching, counted in tokens: every prompt token is a query, a token found in the
+    cache a hit. The simulator exports the same two counters (tests/sim/test_prefix.py); here the names, and
+    that a repeated prompt longer than one KV block (128 tokens on the CPU build) hits."""
+    from quantroute.sim.metrics import PREFIX_CACHE_COUNTERS
+
+    fams = metrics(vllm_server.url)
+    for name in PREFIX_CACHE_COUNTERS:
+        assert fams[name], name
+        assert {s.name for s in fams[name]} == {f"{name}_total"}, name
+        assert all(s.labels == {"engine": "0", "model_name": vllm_server.deployment} for s in fams[name])
+
+    def total(fams, name: str) -> float:
+        return sum(s.value for s in fams[name] if s.name == f"{name}_total")
+
+    body = {"model": vllm_server.model, "prompt": "the router keeps a session on its node " * 30, "max_tokens": 2}
+    httpx.post(f"{vllm_server.url}/v1/completions", json=body, timeout=120).raise_for_status()
+    mid = metrics(vllm_server.url)
+    r = httpx.post(f"{vllm_server.url}/v1/completions", json=body, timeout=120)
+    r.raise_for_status()
+    after = metrics(vllm_server.url)
+    prompt_tokens = r.json()["usage"]["prompt_tokens"]
+    assert prompt_tokens > 128
+    queries, hits = PREFIX_CACHE_COUNTERS
+    assert total(after, queries) - total(mid, queries) == prompt_tokens
+    assert total(after, hits) - total(mid, hits) >= 128  # at least the first full block came from the cache
+
+
 def queue_time(url: str) -> tuple[float, float]:
     """(sum of seconds requests spent queued, number of requests) from vLLM's queue-time histogram."""
     samples = metrics(url)["vllm:request_queue_time_seconds"]
