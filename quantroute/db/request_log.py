@@ -43,6 +43,10 @@ class RequestLog(SQLModel, table=True):
     completion_tokens: int | None = None
     retries: int = 0
     escalated: bool = False
+    # node affinity (0950_node_affinity): kept (the session's last node served it), or fallback_<why> (gone, failed,
+    # unhealthy, busy: select.sticky_node) when the least-loaded node of the tier did; None when affinity is off
+    # or the turn was a first
+    affinity: str | None = None
     error: str | None = None
     # parsed body + x- headers, for the dashboard's what-if replay (column added by migration 0501, users branch)
     replay: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))

@@ -24,6 +24,9 @@ class SessionPin(SQLModel, table=True):
     # The deployment (artifact) that served the session: later requests prefer it while it has a healthy node,
     # so a session does not switch format between deployments of its tier (column from 0101_pin_deployment).
     served_deployment: str | None = None
+    # The node that served the session's last turn, where its KV prefix is cached: with node affinity on, later
+    # turns prefer it while it is healthy and not busy (column from 0950_node_affinity). Written when it changes.
+    last_node: str | None = None
     policy_version: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
     last_used: datetime = Field(default_factory=utcnow, index=True)
@@ -32,7 +35,7 @@ class SessionPin(SQLModel, table=True):
 
 # Columns a claim takes from the new row only where the stored pin has expired (the session starts over); a live
 # pin keeps them, so the replica that committed first decides the session's tier, arm and deployment.
-_CLAIMED = ("model", "tier", "arm", "deployment", "served_deployment", "policy_version", "created_at")
+_CLAIMED = ("model", "tier", "arm", "deployment", "served_deployment", "last_node", "policy_version", "created_at")
 _COLUMNS = ("session_key", *_CLAIMED, "last_used", "expires_at")
 
 
@@ -98,18 +101,27 @@ def claim_pins(*, conn: Connection, pins: list[dict], now: datetime) -> list[dic
     return PinClaims(conn.dialect).claim(conn, pins, now)
 
 
-def touch_pin(*, session: Session, session_key: str, ttl_s: int, now: datetime | None = None) -> None:
+def touch_pin(*, session: Session, session_key: str, ttl_s: int, now: datetime | None = None) -> str | None:
+    """Refresh a pin's expiry; returns its last node (another replica may have moved the session since)."""
     now = now or utcnow()
     pin = session.get(SessionPin, session_key)
-    if pin is not None:
-        pin.last_used = now
-        pin.expires_at = now + timedelta(seconds=ttl_s)
-        session.commit()
+    if pin is None:
+        return None
+    pin.last_used = now
+    pin.expires_at = now + timedelta(seconds=ttl_s)
+    node = pin.last_node
+    session.commit()
+    return node
 
 
 def set_served_deployment(*, session: Session, session_key: str, deployment: str) -> None:
     session.exec(update(SessionPin).where(col(SessionPin.session_key) == session_key)
                  .values(served_deployment=deployment))
+    session.commit()
+
+
+def set_last_node(*, session: Session, session_key: str, node: str) -> None:
+    session.exec(update(SessionPin).where(col(SessionPin.session_key) == session_key).values(last_node=node))
     session.commit()
 
 

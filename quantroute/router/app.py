@@ -68,7 +68,8 @@ class Router:
                                 registry=self.metrics.registry)
         self.node_sync = NodeSync(self.fleet, engine, interval_s=settings.node_refresh_s)
         self.decider = Decider(self.fleet, self.pins, retry_after_s=settings.retry_after_s, metrics=self.metrics,
-                               on_miss=self.node_sync.kick)
+                               on_miss=self.node_sync.kick,
+                               affinity_max_load=settings.node_affinity_max_load if settings.node_affinity else None)
         self.client: httpx.AsyncClient | None = None
         self.forwarder: Forwarder | None = None
         self._tasks: list[asyncio.Task] = []
@@ -235,8 +236,8 @@ class Router:
             out.capture = shadow is not None
             try:
                 await self._forward(route, path, body, raw_headers, receive, send, started, out)
-            except PinMoved:  # another replica pinned this session first: go where its pin says
-                self.metrics.pin_conflicts.inc()
+            except PinMoved as moved:  # another replica pinned this session first: go where its pin says
+                (self.metrics.affinity_moves if moved.affinity else self.metrics.pin_conflicts).inc()
                 route = await self.decider.follow(route)
                 route.rules_header = ",".join(route.decision.rule_names).encode() if route.decision else b""
                 await self._forward(route, path, body, raw_headers, receive, send, started, out)
@@ -282,7 +283,7 @@ class Router:
 
             def settled(fut) -> None:  # a pin that failed or moved stops the upstream request at once
                 if not state["done"] and not state["gone"] and (fut.cancelled() or fut.exception() is not None
-                                                               or not self.decider.agrees(route)):
+                                                               or self.decider.moved(route)):
                     state["moved"] = True
                     task.cancel()
 
@@ -307,6 +308,8 @@ class Router:
             watcher.cancel()
         if out.retries:
             self.metrics.retries.labels(route.tier.value).inc(out.retries)
+        if out.committed and out.status < 500:
+            self.decider.served(route, out.node)
 
     def route_headers(self, route: Route, node: Node) -> list[tuple[bytes, bytes]]:
         h = [(b"x-quantroute-tier", node.tier.value.encode()),
@@ -330,6 +333,8 @@ class Router:
         arm = route.arm if route else None
         self.metrics.requests.labels(tier, deployment, arm or "", str(status)).inc()
         self.metrics.observe(tier, deployment, latency_ms / 1000, out)
+        if route is not None and route.affinity is not None:
+            self.metrics.affinity.labels(tier, route.affinity).inc()
         if route is not None and route.direct:
             arm = DIRECT  # in the log only: guards skip it (metrics keep the arm label empty, as for no canary)
         model = data.get("model") if isinstance(data, dict) else None
@@ -344,6 +349,7 @@ class Router:
             "latency_ms": latency_ms, "ttft_ms": out.ttft * 1000 if out.ttft is not None else None,
             "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
             "retries": out.retries, "escalated": bool(route and route.escalated), "error": out.error,
+            "affinity": route.affinity if route else None,
             # what the dashboard's what-if replay needs to classify this request again under a draft policy,
             # as far as the prompt-storage setting allows (credentials in headers are never kept)
             "replay": replay_record(data, headers, storage=self.settings.prompt_storage,

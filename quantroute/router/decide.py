@@ -18,7 +18,7 @@ from quantroute.router.canary import BASELINE, CANDIDATE, choose_arm
 from quantroute.router.errors import BadRequest, NoCapacity, NotFound, SessionPinUnavailable
 from quantroute.router.nodes import Node, NodePool
 from quantroute.router.reload import ActivePolicy
-from quantroute.router.select import pick_node
+from quantroute.router.select import pick_node, sticky_node
 from quantroute.router.sessions import Pin, PinStore
 from quantroute.tiers import Tier, cheapest_served_tier, tiers_at_or_above
 
@@ -49,18 +49,32 @@ class Route:
     # the client named the deployment (its id as `model`, x-quantroute-deployment, or a session pinned that way):
     # logged as arm "direct", never counted by canary guards, which count only the router's hash assignment
     direct: bool = False
+    last_node: str | None = None  # node affinity: the node that served the session's last turn
+    affinity: str | None = None  # what node affinity did: "kept", or "fallback_<why>" (select.sticky_node)
+    claimed: bool = False  # routed as a first turn: its pin claim may return another replica's pin
+
+
+KEPT = "kept"
 
 
 class PinMoved(Exception):
     """This request routed a first turn, but another replica or worker stored the session's pin first with
-    another tier, arm or deployment: the request must follow that pin (`Decider.follow`) before answering."""
+    another tier, arm or deployment (or, with node affinity, another node that can take it): the request must
+    follow that pin (`Decider.follow`) before answering."""
+
+    def __init__(self, *, affinity: bool = False) -> None:
+        super().__init__()
+        self.affinity = affinity  # only the node differs: a re-route for the KV cache, not a pin conflict
 
 
 class Decider:
     def __init__(self, fleet: NodePool, pins: PinStore, *, retry_after_s: int = 1, metrics=None,
-                 on_miss: Callable[[], None] | None = None) -> None:
+                 on_miss: Callable[[], None] | None = None, affinity_max_load: float | None = None) -> None:
         self.fleet = fleet
         self.pins = pins
+        # Node affinity (None = off): a pinned session's turn goes to the node of its last turn while that node
+        # is healthy, has room and is below this utilization (select.sticky_node).
+        self.affinity_max_load = affinity_max_load
         self.retry_after_s = retry_after_s
         self.metrics = metrics
         self.on_miss = on_miss  # no node found: maybe another replica registered one (NodeSync.kick)
@@ -136,6 +150,8 @@ class Decider:
                       pin_created=pin.created_at, deployments=deps)
         route.pin = pin
         route.direct = bool(pin.deployment)
+        if self.affinity_max_load is not None:
+            route.last_node = pin.node
         if not pin.deployment:
             route.prefer = pin.served_deployment
             if route.prefer is not None and route.prefer not in deps:  # the policy no longer has it here
@@ -202,11 +218,12 @@ class Decider:
     def _claim_pin(self, route: Route, fixed: str | None, key: str) -> None:
         """Pin the session to this route; the pin is stored while the request is forwarded (`settle`)."""
         served = None if fixed else route.node.deployment
+        node = route.node.key if self.affinity_max_load is not None else None
         route.pin = self.pins.claim(key=key, model=route.model, tier=route.tier.value,
                                     arm=route.arm, deployment=fixed, policy_version=route.policy.version,
-                                    ttl_s=route.policy.policy.sessions.ttl_s, served_deployment=served)
+                                    ttl_s=route.policy.policy.sessions.ttl_s, served_deployment=served, node=node)
         route.prefer = served  # a retry of this first request stays on the deployment the pin names
-        route.pinned, route.pin_created = True, route.pin.created_at
+        route.pinned, route.pin_created, route.claimed = True, route.pin.created_at, True
 
     # -- the ordering guarantee ------------------------------------------------------------------------------
     def pending(self, route: Route) -> asyncio.Future | None:
@@ -238,6 +255,8 @@ class Decider:
                                         "retry later", headers={"Retry-After": str(self.retry_after_s)})
         if not self.agrees(route):
             raise PinMoved()
+        if route.claimed and self.affinity_moves(route):
+            raise PinMoved(affinity=True)
         if route.pin is not None and route.pin.created_at != route.pin_created:
             route.from_pin = True  # the claim found the session pinned already (same route by chance)
 
@@ -254,6 +273,28 @@ class Decider:
                 and (pin.deployment is None or pin.deployment == dep)
                 and (pin.served_deployment is None or pin.served_deployment == dep))
 
+    def affinity_moves(self, route: Route) -> bool:
+        """With node affinity: whether a first turn routed here found the session already pinned (by another
+        replica or worker) with a last node that can take this turn, so it should go there for the KV cache."""
+        pin = route.pin
+        if self.affinity_max_load is None or pin is None or pin.node is None or route.node is None:
+            return False
+        if pin.node == route.node.key or pin.model != route.model:
+            return False
+        node, _ = sticky_node(self.candidates(route.policy, route.deployments, route.tier), pin.node,
+                              max_load=self.affinity_max_load)
+        return node is not None
+
+    def moved(self, route: Route) -> bool:
+        """The stored pin sends this request elsewhere (see `agrees` and `affinity_moves`)."""
+        return not self.agrees(route) or self.affinity_moves(route)
+
+    def served(self, route: Route, node: Node | None) -> None:
+        """After a pinned session's turn was answered: remember its node for the next turn (node affinity)."""
+        if self.affinity_max_load is not None and node is not None and route.session_key is not None \
+                and route.pin is not None and route.pin.stored is None:
+            self.pins.set_node(route.session_key, node.key)
+
     async def follow(self, route: Route) -> Route:
         """Re-route a request whose session was pinned elsewhere first: exactly as a later turn would go."""
         if route.pin is None or route.decision is None or route.session_key is None:
@@ -266,6 +307,13 @@ class Decider:
         if route.pin_created is not None:
             q = route.policy.policy.sessions.quiescence_s
             nodes = [n for n in nodes if not n.quiescent_for(route.pin_created, q)]
+        if route.last_node is not None:
+            pool = nodes if route.prefer is None else [n for n in nodes if n.deployment == route.prefer]
+            sticky, why = sticky_node(pool, route.last_node, max_load=self.affinity_max_load or 0.0,
+                                      exclude=exclude)
+            route.affinity = KEPT if sticky is not None else f"fallback_{why}"
+            if sticky is not None:
+                return sticky
         if route.prefer is None:
             return pick_node(nodes, exclude=exclude)
         preferred = [n for n in nodes if n.deployment == route.prefer]

@@ -60,6 +60,13 @@ class RouterMetrics:
         self.pin_conflicts = Counter("quantroute_pin_conflicts_total",
                                      "First turns re-routed: another replica or worker stored the session's pin "
                                      "first with another tier, arm or deployment", registry=r)
+        self.affinity = Counter("quantroute_node_affinity_total",
+                                "Pinned turns under node affinity, by outcome: kept (the session's last node served "
+                                "it) or fallback_gone / _failed / _unhealthy / _busy (the least-loaded node did)",
+                                ["tier", "outcome"], registry=r)
+        self.affinity_moves = Counter("quantroute_node_affinity_moves_total",
+                                      "First turns on this replica re-routed to the node another replica served the "
+                                      "session's last turn on (node affinity)", registry=r)
         self.pin_batch = Histogram("quantroute_pin_commit_batch_size", "New session pins stored per transaction",
                                    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
         self.rejected = Counter("quantroute_requests_rejected_total",

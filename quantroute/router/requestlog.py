@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 COLUMNS = ("ts", "request_id", "session_key", "model", "deployment", "node", "tier", "arm", "policy_version",
            "rules", "score", "status", "stream", "latency_ms", "ttft_ms", "prompt_tokens", "completion_tokens",
-           "retries", "escalated", "error", "replay")
+           "retries", "escalated", "error", "replay", "affinity")
 ROW_OVERHEAD = 512  # bytes a row costs in memory besides its client-sized parts (body, error)
 
 # The database could not be reached or was busy: the rows are fine, try them again later.

@@ -52,3 +52,31 @@ def pick_node(candidates: Sequence[N], *, exclude: frozenset[str] | set[str] = f
         b = ok[-1]
     return a if load(a) <= load(b) else b
 
+
+# Why a pinned session's turn did not go to the node that served its last turn (node affinity).
+GONE, FAILED, UNHEALTHY, BUSY = "gone", "failed", "unhealthy", "busy"
+
+
+def utilization(node: NodeView) -> float:
+    """How full a node is, 0..1: the larger of its batch slots taken (router in-flight over the node's limit)
+    and its KV cache in use (scraped)."""
+    return max(node.inflight / node.max_inflight if node.max_inflight else 1.0, node.kv_usage)
+
+
+def sticky_node(candidates: Sequence[N], last: str | None, *, max_load: float,
+                exclude: frozenset[str] | set[str] = frozenset()) -> tuple[N | None, str | None]:
+    """Node affinity: (the session's last node, None) while it is a candidate, healthy, has room and is below
+    `max_load` utilization (its KV cache holds the session's prefix, so its prefill is short there); otherwise
+    (None, why): `gone` (no longer a candidate), `failed` (it failed this request: a retry excludes it),
+    `unhealthy` (ejected or draining) or `busy`. Load balance wins over cache reuse past the threshold: a busy
+    node's queue costs more than a prefill."""
+    node = next((n for n in candidates if n.key == last), None)
+    if node is None:
+        return None, GONE
+    if node.key in exclude:
+        return None, FAILED
+    if not node.available:
+        return None, UNHEALTHY
+    if not has_room(node) or utilization(node) >= max_load:
+        return None, BUSY
+    return node, None

@@ -28,6 +28,7 @@ from quantroute.db.session_pin import (
     list_pins,
     purge_expired_pins,
     rearm_pin,
+    set_last_node,
     set_served_deployment,
     touch_pin,
 )
@@ -48,6 +49,7 @@ class Pin:
     expires: float  # monotonic deadline
     touched: float  # monotonic time of the last DB refresh
     served_deployment: str | None = None  # preferred within the tier (see SessionPin)
+    node: str | None = None  # the node that served the last turn (SessionPin.last_node; node affinity)
     # Set while the claim that created this pin is being committed: resolves with the pin in force or fails
     # (PinNotStored). None once stored (or without a DB).
     stored: asyncio.Future | None = None
@@ -56,12 +58,13 @@ class Pin:
     def from_row(cls, row: SessionPin) -> Pin:
         now_m, now = time.monotonic(), utcnow()
         return cls(row.session_key, row.model, row.tier, row.arm, row.deployment, row.policy_version,
-                   row.created_at, now_m + (row.expires_at - now).total_seconds(), now_m, row.served_deployment)
+                   row.created_at, now_m + (row.expires_at - now).total_seconds(), now_m, row.served_deployment,
+                   row.last_node)
 
     def view(self) -> dict:
         return {"session_key": self.session_key, "model": self.model, "tier": self.tier, "arm": self.arm,
                 "deployment": self.deployment, "served_deployment": self.served_deployment,
-                "policy_version": self.policy_version,
+                "last_node": self.node, "policy_version": self.policy_version,
                 "created_at": self.created_at.isoformat(),
                 "expires_in_s": round(self.expires - time.monotonic(), 1)}
 
@@ -94,12 +97,14 @@ class PinStore:
         return None
 
     def claim(self, *, key: str, model: str, tier: str, arm: str | None, deployment: str | None,
-              policy_version: int | None, ttl_s: int, served_deployment: str | None = None) -> Pin:
+              policy_version: int | None, ttl_s: int, served_deployment: str | None = None,
+              node: str | None = None) -> Pin:
         """Pin `key` to this route, in the cache at once and in the DB through the group committer. Until the
         commit resolves, `pin.stored` is pending; then the pin holds the values in force (another replica's, if
         it stored the session first)."""
         now, now_m = utcnow(), time.monotonic()
-        pin = Pin(key, model, tier, arm, deployment, policy_version, now, now_m + ttl_s, now_m, served_deployment)
+        pin = Pin(key, model, tier, arm, deployment, policy_version, now, now_m + ttl_s, now_m, served_deployment,
+                  node)
         self.cache[key] = pin
         # Bounded: clients choose session ids. The oldest entry goes; with a DB its next turn claims again and
         # gets the stored pin back; without one it is lost, so size the bound for the sessions alive in a TTL.
@@ -109,7 +114,8 @@ class PinStore:
             return pin
         pin.stored = self.committer.submit({
             "session_key": key, "model": model, "tier": tier, "arm": arm, "deployment": deployment,
-            "served_deployment": served_deployment, "policy_version": policy_version, "created_at": now,
+            "served_deployment": served_deployment, "last_node": node, "policy_version": policy_version,
+            "created_at": now,
             "last_used": now, "expires_at": now + timedelta(seconds=ttl_s)})
         pin.stored.add_done_callback(lambda _: self.adopt(pin))
         return pin
@@ -131,6 +137,7 @@ class PinStore:
             pin.tier, pin.arm, pin.deployment = row["tier"], row["arm"], row["deployment"]
             pin.served_deployment, pin.policy_version, pin.created_at = (row["served_deployment"],
                                                                          row["policy_version"], row["created_at"])
+            pin.node = row["last_node"]
         pin.stored = None
 
     async def delete(self, key: str) -> bool:
@@ -152,6 +159,16 @@ class PinStore:
             pin.served_deployment = deployment
         if self.engine is not None:
             self._spawn(self._set_served(key, deployment))
+
+    def set_node(self, key: str, node: str) -> None:
+        """Record the node that served a pinned session's turn, when it changed: in the cache at once, in the DB
+        off the path (with affinity on it changes only when a turn falls back, so this write is rare)."""
+        pin = self.cache.get(key)
+        if pin is None or pin.node == node:
+            return
+        pin.node = node
+        if self.engine is not None:
+            self._spawn(self._db_call(set_last_node, session_key=key, node=node))
 
     def rearm(self, key: str, arm: str) -> None:
         """Move a pinned session to another canary arm (same tier): in the cache at once, in the DB off the path."""
@@ -234,14 +251,20 @@ class PinStore:
 
     async def _touch(self, key: str, ttl_s: int) -> None:
         try:
-            await asyncio.to_thread(self._touch_sync, key, ttl_s)
+            node = await asyncio.to_thread(self._touch_sync, key, ttl_s)
         except Exception as e:  # noqa: BLE001 - DB down: try again on the next touch
             self.db_errors += 1
             log.warning("session pin refresh failed: %s", e)
+            return
+        pin = self.cache.get(key)
+        if pin is not None and node is not None:
+            # Node affinity across replicas: another replica that moved the session (its last node was busy or
+            # down there) wrote the new node; this replica's cache catches up at the latest one touch later.
+            pin.node = node
 
-    def _touch_sync(self, key: str, ttl_s: int) -> None:
+    def _touch_sync(self, key: str, ttl_s: int) -> str | None:
         with db_session(self._engine()) as s:
-            touch_pin(session=s, session_key=key, ttl_s=ttl_s)
+            return touch_pin(session=s, session_key=key, ttl_s=ttl_s)
 
     def _spawn(self, coro) -> None:
         t = asyncio.ensure_future(coro)

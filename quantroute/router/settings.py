@@ -96,6 +96,12 @@ class RouterSettings(BaseSettings):
     pin_purge_batch: int = Field(default=1000, ge=1, description="Expired pins deleted per statement")
     pin_purge_max_batches: int = Field(default=20, ge=1, description="Statements per purge run; the rest waits")
 
+    node_affinity: bool = Field(default=False, description="A pinned session's turn goes to the node that served its "
+                                "last turn (its KV prefix is cached there) while that node is healthy and below "
+                                "node_affinity_max_load; else the least-loaded node of the tier (logged)")
+    node_affinity_max_load: float = Field(default=0.8, gt=0, le=1, description="Utilization (batch slots or KV "
+                                          "cache in use, 0-1) from which node affinity gives way to load balance")
+
     @model_validator(mode="after")
     def _key_needs_cert(self) -> RouterSettings:
         if self.upstream_client_key is not None and self.upstream_client_cert is None:

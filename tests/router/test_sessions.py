@@ -56,8 +56,8 @@ def test_claim_reads_or_creates_in_one_statement_and_replaces_only_expired_pins(
 
     def row(key: str) -> dict:
         return {"session_key": key, "model": "llama3-8b", "tier": "fp16", "arm": None, "deployment": None,
-                "served_deployment": "d-fp16", "policy_version": 2, "created_at": now, "last_used": now,
-                "expires_at": now + timedelta(hours=2)}
+                "served_deployment": "d-fp16", "last_node": "n-1", "policy_version": 2, "created_at": now,
+                "last_used": now, "expires_at": now + timedelta(hours=2)}
 
     with engine.begin() as conn:
         got = {p["session_key"]: p for p in claim_pins(conn=conn, pins=[row(k) for k in ("new-0", "live-0",
@@ -66,6 +66,7 @@ def test_claim_reads_or_creates_in_one_statement_and_replaces_only_expired_pins(
     assert {k: p["tier"] for k, p in got.items()} == {"new-0": "fp16", "live-0": "int4", "expired-0": "fp16",
                                                   "purged-0": "fp16"}
     assert got["live-0"]["served_deployment"] is None and got["live-0"]["created_at"] < now  # the winner's row
+    assert got["live-0"]["last_node"] is None and got["new-0"]["last_node"] == "n-1"  # its node too
     assert got["live-0"]["expires_at"] > now + timedelta(hours=1, minutes=59)  # ... refreshed by the claim
     assert got["expired-0"]["created_at"] == now and got["expired-0"]["policy_version"] == 2  # started over
     with db_session(engine) as s:
