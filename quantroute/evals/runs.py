@@ -233,3 +233,15 @@ def compare_runs(engine: Engine, run_a: int, run_b: int) -> RunComparison:
              for k, r in rows_b.items() if k in rows_a and rows_a[k].passed != r.passed]
     return RunComparison(a=a, b=b, same_suite=a.run["suite_hash"] == b.run["suite_hash"], arm_changes=changes,
                          item_changes=sorted(flips, key=lambda f: (f.arm, f.category, f.item_id)))
+
+
+def latest_done_run(engine: Engine, *, baseline: str, candidate: str,
+                    suite_hash: str | None = None) -> db.EvalRun | None:
+    """The newest finished run comparing `candidate` with `baseline` (on that suite, when given): where the
+    fleet experiment reads a tier's per-category pass-rate deltas."""
+    with open_session(engine) as s:
+        for run in db.list_runs(session=s, limit=1000, candidate_deployment=candidate):
+            if (run.baseline_deployment == baseline and run.status == "done" and run.report is not None
+                    and (suite_hash is None or run.suite_hash == suite_hash)):
+                return run
+    return None

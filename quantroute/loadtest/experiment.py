@@ -24,7 +24,7 @@ import asyncio
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 
 from quantroute.fleet import Fleet
 from quantroute.loadtest.arms import top_tier_share
+from quantroute.loadtest.quality_cost import request_category, served_counts
 from quantroute.loadtest.stack import FleetStack, fleet_stack
 from quantroute.loadtest.stats import Slo, StepStats, breach, summarize
 from quantroute.loadtest.traffic import RequestResult, TrafficLine, replay, units
@@ -63,6 +64,8 @@ class Ladder(BaseModel):
     window_s: float = Field(default=3.0, gt=0)
     windows: int = Field(default=2, ge=1, description="Measured windows per step; the step reports their median")
     drain_s: float = Field(default=12.0, ge=0, description="Longest wait for in-flight requests at the end")
+    plateau_steps: int = Field(default=0, ge=0, description="Stop after this many steps in a row that add less "
+                               "than the SLO's min_gain over the best step so far (0: no plateau rule)")
 
     def values(self) -> list[int]:
         out: list[int] = []
@@ -84,6 +87,8 @@ class MeasuredWindow(BaseModel):
     errors: int
     ttft_p95_ms: float | None
     e2e_p95_ms: float | None
+    ttft_p50_ms: float | None = None
+    tpot_p95_ms: float | None = None
 
 
 class StepResult(BaseModel):
@@ -101,6 +106,8 @@ class StepResult(BaseModel):
     errors_by_status: dict[str, int]
     tier_share: dict[str, float]
     breach: str | None = None
+    ttft_p50_ms: float | None = None
+    tpot_p95_ms: float | None = None  # time per output token after the first, streamed requests
 
 
 class CapacityResult(BaseModel):
@@ -117,6 +124,16 @@ class CapacityResult(BaseModel):
     pinned_503: int
     cut_requests: int  # still running after the drain; their tokens count, their latency does not
     invariants: Invariants  # over every request of the staircase, at every load
+    # what served the traffic over the whole staircase: eval category -> tier -> requests, and request class
+    # (tolerant / neutral / sensitive) -> tier -> requests; tiers are the nodes' real ones
+    served: dict[str, dict[str, int]] = Field(default_factory=dict)
+    class_tiers: dict[str, dict[str, int]] = Field(default_factory=dict)
+    prefix_queries: float = 0.0  # the nodes' prefix-cache counters over the staircase (tokens)
+    prefix_hits: float = 0.0
+
+    @property
+    def prefix_hit_rate(self) -> float | None:
+        return self.prefix_hits / self.prefix_queries if self.prefix_queries else None
 
     @property
     def capacity(self) -> StepResult | None:
@@ -144,7 +161,7 @@ def invariants(results: Sequence[RequestResult]) -> Invariants:
 
 async def router_counters(client: httpx.AsyncClient, url: str) -> dict[str, float]:
     """Requests that waited for capacity, 503s for lack of it (all, pinned) from the router's metrics."""
-    text = (await client.get(url + "/metrics")).text
+    text = await scrape(client, url)
     out = {"requests": 0.0, "waits": 0.0, "pinned_503": 0.0, "no_capacity": 0.0}
     for fam in text_string_to_metric_families(text):
         for s in fam.samples:
@@ -160,19 +177,39 @@ async def router_counters(client: httpx.AsyncClient, url: str) -> dict[str, floa
 
 
 
+GENERATED, PREFIX_QUERIES, PREFIX_HITS = ("vllm:generation_tokens_total", "vllm:prefix_cache_queries_total",
+                                         "vllm:prefix_cache_hits_total")
+
+
 async def node_tokens(client: httpx.AsyncClient, nodes: dict[str, str]) -> dict[str, float]:
     """Generated tokens so far per node, from each simulated node's vLLM-style counter."""
-    async def one(url: str) -> float:
-        for attempt in range(3):  # a node busy with hundreds of streams can reset a scrape connection
-            try:
-                text = (await client.get(url + "/metrics")).text
-                break
-            except httpx.TransportError:
-                if attempt == 2:
-                    raise
-                await asyncio.sleep(0.05)
-        return sum(s.value for fam in text_string_to_metric_families(text) for s in fam.samples
-                   if s.name == "vllm:generation_tokens_total")
+    counts = await node_counters(client, nodes)
+    return {n: c[GENERATED] for n, c in counts.items()}
+
+
+async def scrape(client: httpx.AsyncClient, url: str) -> str:
+    """GET /metrics, tried three times: a server busy with hundreds of streams can reset a scrape connection, and
+    one it closed while idle (keep-alive timeout) can fail as it is reused."""
+    for attempt in range(3):
+        try:
+            return (await client.get(url + "/metrics")).text
+        except httpx.TransportError:
+            if attempt == 2:
+                raise
+            await asyncio.sleep(0.05)
+    raise AssertionError("unreachable")
+
+
+async def node_counters(client: httpx.AsyncClient, nodes: dict[str, str]) -> dict[str, dict[str, float]]:
+    """Per node: generated tokens and prefix-cache queries and hits so far (vLLM's counter names)."""
+    async def one(url: str) -> dict[str, float]:
+        text = await scrape(client, url)
+        out = dict.fromkeys((GENERATED, PREFIX_QUERIES, PREFIX_HITS), 0.0)
+        for fam in text_string_to_metric_families(text):
+            for s in fam.samples:
+                if s.name in out:
+                    out[s.name] += s.value
+        return out
     values = await asyncio.gather(*(one(u) for u in nodes.values()))
     return dict(zip(nodes, values))
 
@@ -199,8 +236,9 @@ def _window(stats: StepStats, tokens: dict[str, float], node_tier: dict[str, str
     for node, n in tokens.items():
         by_tier[node_tier[node]] += n / stats.window_s * ts
     return MeasuredWindow(output_tok_s=sum(by_tier.values()), tok_s_by_tier=dict(sorted(by_tier.items())),
-                  requests=stats.requests, errors=stats.errors, ttft_p95_ms=_ms(stats.ttft_p95_ms, ts),
-                  e2e_p95_ms=_ms(stats.e2e_p95_ms, ts))
+                          requests=stats.requests, errors=stats.errors, ttft_p95_ms=_ms(stats.ttft_p95_ms, ts),
+                          e2e_p95_ms=_ms(stats.e2e_p95_ms, ts), ttft_p50_ms=_ms(stats.ttft_p50_ms, ts),
+                          tpot_p95_ms=_ms(stats.tpot_p95_ms, ts))
 
 
 def step_result(concurrency: int, spans: Sequence[tuple[float, float, dict[str, float]]],
@@ -233,7 +271,8 @@ def step_result(concurrency: int, spans: Sequence[tuple[float, float, dict[str, 
         tok_s_by_tier={t: _median([w.tok_s_by_tier.get(t, 0.0) for w in wins]) or 0.0 for t in tier_names},
         ttft_p95_ms=_median([w.ttft_p95_ms for w in wins]), e2e_p95_ms=_median([w.e2e_p95_ms for w in wins]),
         by_class=by_class, requests=sum(w.requests for w in wins), errors=sum(w.errors for w in wins),
-        errors_by_status=dict(status), tier_share={t: n / ok for t, n in sorted(tiers_all.items())})
+        errors_by_status=dict(status), tier_share={t: n / ok for t, n in sorted(tiers_all.items())},
+        ttft_p50_ms=_median([w.ttft_p50_ms for w in wins]), tpot_p95_ms=_median([w.tpot_p95_ms for w in wins]))
 
 
 def verdict(step: StepResult, slo: Slo) -> str | None:
@@ -255,11 +294,13 @@ async def climb(stack: FleetStack, *, name: str, label: str, policy: Policy, tra
     raw: list[tuple[int, list[tuple[float, float, dict[str, float]]]]] = []
     running = 0
     queue_note: str | None = None
+    best_tok_s, flat = 0.0, 0
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=2048)
     # Scrapes use their own client, so they never queue behind (or share a reset connection with) the load.
     async with httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=10.0), limits=limits) as client, \
             httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0)) as scraper:
         before = mark = await router_counters(scraper, stack.router_url)
+        counters0 = await node_counters(scraper, stack.node_urls)
         for k, conc in enumerate(ladder.values()):
             stop = asyncio.Event()
             stops.append(stop)
@@ -282,7 +323,14 @@ async def climb(stack: FleetStack, *, name: str, label: str, policy: Policy, tra
             routed = max(now["requests"] - mark["requests"], 1.0)
             queued = (now["waits"] - mark["waits"] + now["no_capacity"] - mark["no_capacity"]) / routed
             mark = now
-            if verdict(step_result(conc, spans, results, node_tier, time_scale), slo) is not None:
+            current = step_result(conc, spans, results, node_tier, time_scale)
+            if verdict(current, slo) is not None:
+                break
+            flat = flat + 1 if current.output_tok_s < best_tok_s * (1 + slo.min_gain) else 0
+            best_tok_s = max(best_tok_s, current.output_tok_s)
+            if ladder.plateau_steps and flat >= ladder.plateau_steps:
+                queue_note = (f"climb stopped after concurrency {conc}: {flat} step(s) in a row added less than "
+                              f"{slo.min_gain:.0%} over the best (throughput plateau)")
                 break
             if queued >= ladder.queue_stop:
                 queue_note = (f"climb stopped after concurrency {conc}: {queued:.0%} of its requests waited at the "
@@ -301,6 +349,10 @@ async def climb(stack: FleetStack, *, name: str, label: str, policy: Policy, tra
             if (error := t.exception()) is not None:
                 raise error
         after = await router_counters(scraper, stack.router_url)
+        counters1 = await node_counters(scraper, stack.node_urls)
+    for r in results:  # the nodes' real tiers (a router view may label them otherwise: the precision-blind arm)
+        if r.node in node_tier:
+            r.tier = node_tier[r.node]
     steps = [step_result(c, sp, results, node_tier, time_scale) for c, sp in raw]
     best = stop_reason = None
     for i, st in enumerate(steps):
@@ -318,12 +370,19 @@ async def climb(stack: FleetStack, *, name: str, label: str, policy: Policy, tra
         name=name, label=label, time_scale=time_scale, slo=slo, steps=steps, capacity_index=best,
         stop_reason=stop_reason, needed_fp16_share=share, fleet_warning=warn,
         pinned_waits=int(after["waits"] - before["waits"]), pinned_503=int(after["pinned_503"] - before["pinned_503"]),
-        cut_requests=cut, invariants=invariants(results))
+        cut_requests=cut, invariants=invariants(results),
+        served=served_counts((request_category(r.line.body), r.tier) for r in results if r.ok and r.tier and r.line),
+        class_tiers=served_counts((r.request_class or "unlabelled", r.tier) for r in results if r.ok and r.tier),
+        prefix_queries=sum(counters1[n][PREFIX_QUERIES] - counters0[n][PREFIX_QUERIES] for n in counters1),
+        prefix_hits=sum(counters1[n][PREFIX_HITS] - counters0[n][PREFIX_HITS] for n in counters1))
 
 
 def run_capacity(fleet: Fleet, policy: Policy, runs: Sequence[tuple[str, str, Sequence[TrafficLine]]], *,
-                 ladder: Ladder, slo: Slo, time_scale: float, node_max_waiting: int = 2) -> list[CapacityResult]:
-    """Start the fleet and a router with `policy` once, then climb the staircase for each (name, label, traffic)."""
+                 ladder: Ladder, slo: Slo, time_scale: float, node_max_waiting: int = 2,
+                 router_view: Callable[[Fleet], Fleet] | None = None, **router_settings) -> list[CapacityResult]:
+    """Start the fleet and a router with `policy` once, then climb the staircase for each (name, label, traffic).
+    `router_view` changes the fleet file the router reads (not the nodes); `router_settings` are RouterSettings
+    fields (node_affinity, say)."""
     # The router's waits run on the wall clock; scale them so a pinned session waits as long in simulated time
     # as the policy says.
     sessions = policy.sessions.model_copy(update={"max_wait_ms": int(policy.sessions.max_wait_ms * time_scale)})
@@ -338,5 +397,5 @@ def run_capacity(fleet: Fleet, policy: Policy, runs: Sequence[tuple[str, str, Se
     # the router (pinned sessions) or escalates to a higher tier (unpinned) instead of queueing unseen.
     inflight = min(n.max_num_seqs for n in fleet.nodes)
     with fleet_stack(fleet, policy, time_scale=time_scale, node_max_inflight=inflight,
-                     node_max_waiting=node_max_waiting) as stack:
+                     node_max_waiting=node_max_waiting, router_view=router_view, **router_settings) as stack:
         return asyncio.run(go(stack))

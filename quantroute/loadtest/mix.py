@@ -54,3 +54,8 @@ def _flatten(drawn: Sequence[Unit]) -> Iterable[TrafficLine]:
 
 def tolerant_share(lines: Sequence[TrafficLine]) -> float:
     return sum(ln.class_ == "tolerant" for ln in lines) / len(lines) if lines else 0.0
+
+
+def multi_turn(lines: Iterable[TrafficLine]) -> list[TrafficLine]:
+    """Only the sessions (every turn) of the given lines: the mix where a session's KV prefix can be reused."""
+    return [ln for u in units(lines) if u.session is not None for ln in u.lines]

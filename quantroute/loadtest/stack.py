@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,9 +111,11 @@ def _child(target, *args) -> Iterator:
 
 @contextlib.contextmanager
 def fleet_stack(fleet: Fleet, policy: Policy, *, time_scale: float = 1.0, seed: int = 0,
-                db_url: str | None = None, **router_settings) -> Iterator[FleetStack]:
+                db_url: str | None = None, router_view: Callable[[Fleet], Fleet] | None = None,
+                **router_settings) -> Iterator[FleetStack]:
     """Start the fleet, then a router in front of it; both stopped on exit. `router_settings` are
-    RouterSettings fields (e.g. node_max_inflight)."""
+    RouterSettings fields (e.g. node_max_inflight); `router_view` rewrites the fleet file the router reads
+    (the nodes as bound, so with their ports), not the nodes themselves."""
     with tempfile.TemporaryDirectory(prefix="quantroute-stack-") as tmp:
         policies = Path(tmp) / "policies"
         policies.mkdir()
@@ -122,7 +124,8 @@ def fleet_stack(fleet: Fleet, policy: Policy, *, time_scale: float = 1.0, seed: 
         with _child(_fleet_child, fleet.model_dump(mode="json"), time_scale, seed) as fleet_data:
             bound = Fleet.model_validate(fleet_data)
             fleet_file = Path(tmp) / "fleet.yaml"
-            fleet_file.write_text(yaml.safe_dump(bound.model_dump(mode="json"), sort_keys=False))
+            view = router_view(bound) if router_view is not None else bound
+            fleet_file.write_text(yaml.safe_dump(view.model_dump(mode="json"), sort_keys=False))
             settings = {"policies_dir": str(policies), "fleet_file": str(fleet_file), "db_url": db_url,
                         "watch_pointer": False, **router_settings}
             with _child(_router_child, settings) as router_url:

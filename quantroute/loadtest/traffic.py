@@ -165,6 +165,7 @@ class RequestResult:
     session: str | None = None  # the per-run session id that was sent
     turn: int = 1
     stream: bool = True
+    line: TrafficLine | None = None  # what was sent (the fleet experiment reads its category)
 
     @property
     def ok(self) -> bool:
@@ -197,7 +198,7 @@ async def send(client: httpx.AsyncClient, base_url: str, line: TrafficLine, *, s
     if session_id is not None:
         headers[session_header] = session_id
     res = RequestResult(started=time.perf_counter(), request_class=line.class_, session=session_id,
-                        turn=line.turn, stream=bool(body.get("stream")))
+                        turn=line.turn, stream=bool(body.get("stream")), line=line)
     try:
         async with client.stream("POST", base_url.rstrip("/") + line.path, json=body, headers=headers) as resp:
             res.status = resp.status_code

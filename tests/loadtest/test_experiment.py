@@ -64,3 +64,15 @@ def test_tolerant_mix_share_and_fleet_warning():
     assert share < 0.7 and not fires
     tuned = arms.tuned(BASE, FLEET)
     assert arms.needed_tiers(tuned, MIXED)["int4"] > arms.needed_tiers(tiered, MIXED)["int4"]
+
+
+def test_blind_arm_reports_the_nodes_real_tiers_and_their_prefix_cache():
+    # The router sees one tier of eight nodes; the report must still say which requests ran on INT4 nodes
+    [d] = run_capacity(FLEET, arms.blind(BASE, FLEET), [("d", "blind", MIXED)], ladder=SHORT,
+                       slo=Slo(ttft_p95_ms=60_000), time_scale=0.5, router_view=arms.blind_view, node_affinity=True)
+    assert {t for by in d.served.values() for t in by} == {"fp16", "int4"}
+    assert set(d.steps[-1].tok_s_by_tier) == {"fp16", "int4"}
+    assert d.invariants.sensitive_on_int4_unpinned > 0  # no policy: precise work lands on INT4 too
+    assert sum(n for by in d.served.values() for n in by.values()) == sum(
+        n for by in d.class_tiers.values() for n in by.values())
+    assert 0 < d.prefix_hits < d.prefix_queries  # shared system prompts hit the nodes' prefix caches
