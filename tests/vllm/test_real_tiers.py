@@ -46,7 +46,8 @@ SUITE = REPO / "data/evals/tiny-skills.jsonl"
 TOKEN = "real-tiers-token"
 MODEL = "tiny-skills"
 BF16, INT8, INT4 = "tiny-skills-bf16", "tiny-skills-rtn-w8a8", "tiny-skills-rtn-w4a8"
-CANARY = "tiny-skills-rtn-w4a8-g64"
+CANARY = "tiny-skills-gptq-w4a8-g64"
+CALIBRATION = REPO / "data/calibration/tiny-skills-train.jsonl"
 TIER_OF = {BF16: "bf16", INT8: "int8", INT4: "int4", CANARY: "canary"}
 # The trained model answers all 60 items of its four skills at bf16 (train-report.json); the 9 coverage items
 # (code, multilingual, long context: asked, never trained) fail on every tier: 60/69 = 0.87 at best.
@@ -71,14 +72,16 @@ def need(*deployments: str) -> None:
 
 @pytest.fixture(scope="module")
 def canary(tmp_path_factory) -> dict:
-    """`quantroute quantize` of the trained source: W4A8 RTN in groups of 64, a second int4 artifact."""
+    """`quantroute quantize` of the trained source: W4A8 by GPTQ on the calibration set, in groups of 64, a second
+    int4 artifact (method and group size differ from the shipped RTN g128 one)."""
     if not os.environ.get("QUANTROUTE_LLMCOMPRESSOR_PYTHON"):
         pytest.skip("QUANTROUTE_LLMCOMPRESSOR_PYTHON not set: run `bash scripts/setup_real_tiers.sh`")
     for dep in (BF16, INT8, INT4):
         if not (CACHE / dep / ".built").is_file():
             pytest.skip(f".cache/{dep} is not built: run scripts/setup_vllm.sh, make venv, scripts/setup_real_tiers.sh")
     out = tmp_path_factory.mktemp("quantize") / CANARY
-    done = cli("quantize", str(CACHE / BF16), "--scheme", "W4A8", "--group-size", "64", "--out", str(out),
+    done = cli("quantize", str(CACHE / BF16), "--scheme", "W4A8", "--group-size", "64", "--method", "gptq",
+               "--calibration", str(CALIBRATION), "--out", str(out),
                "--eval-suite", "tiny-skills", "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     print(done.stderr)  # the transcript: source, worker progress
@@ -180,9 +183,11 @@ def test_quantize_makes_a_new_deployment_with_its_lineage(canary):
         "int4", "int4", "compressed-tensors", "W4A8", 4, 64)
     assert rec["source_checksum"] == inspect_model_dir(CACHE / BF16).checksum != rec["checksum"]
     assert rec["checksum"] == inspect_model_dir(canary["dir"]).checksum
-    assert rec["tools"]["llmcompressor"] == "0.14.0.1" and rec["calibration"] is None
-    assert rec["policy_deployment"] == {"model": MODEL, "format": "int4", "method": "rtn", "calibration_set": "none",
-                                        "eval_suite": "tiny-skills", "checksum": rec["checksum"]}
+    assert rec["tools"]["llmcompressor"] == "0.14.0.1" and rec["method"] == "gptq"
+    assert (rec["calibration"]["name"], rec["calibration"]["samples"]) == ("tiny-skills-train", 64)
+    assert rec["policy_deployment"] == {"model": MODEL, "format": "int4", "method": "gptq",
+                                        "calibration_set": "tiny-skills-train", "eval_suite": "tiny-skills",
+                                        "checksum": rec["checksum"]}
     # The artifacts of setup_real_tiers read back as their tiers; a quantized source is refused.
     assert (inspect_model_dir(CACHE / INT8).tier.value, inspect_model_dir(CACHE / INT4).tier.value) == ("int8", "int4")
     refused = cli("quantize", str(canary["dir"]), "--scheme", "W8A8", "--out", str(canary["dir"]) + "-again")
