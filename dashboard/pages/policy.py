@@ -75,7 +75,8 @@ def replay_summary(active: Policy, draft: Policy, rows: pd.DataFrame) -> dict:
     """What the page shows after a what-if run (also what the tests check)."""
     report = reclassify(active, draft, zip(rows["id"], rows["replay"]))
     redacted = int(sum(1 for r in rows["replay"] if isinstance(r, dict) and r.get("redacted")))
-    causes = pd.DataFrame(sorted(report.causes().items(), key=lambda kv: -kv[1]), columns=["rule", "requests"])
+    ranked = sorted(report.causes().items(), key=lambda kv: -kv[1])  # the rule moving the most requests first
+    causes = pd.DataFrame(ranked, columns=["rule", "requests"])
     moves = pd.DataFrame([{"from (active)": a, "to (draft)": b, "requests": n}
                           for (a, b), n in report.transitions().most_common()])
     return {"total": report.total, "changed": len(report.changed), "skipped": report.skipped, "causes": causes,
