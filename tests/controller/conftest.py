@@ -11,6 +11,12 @@ from pathlib import Path
 from quantroute.db import controller as heartbeat
 from quantroute.db.engine import session as db_session
 
+# the live rollout's fixtures, shared with tests/rollout (`name as name`: imported to be found here, not used)
+from tests.rollout.conftest import db_engine as db_engine
+from tests.rollout.conftest import live as live
+from tests.rollout.conftest import sim as sim
+from tests.rollout.conftest import store as store
+
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 
 

@@ -14,21 +14,7 @@ import pytest
 
 from tests.conftest import wait_until
 from tests.controller.conftest import keep_log, spawn_controller, stop
-from tests.rollout.conftest import (  # noqa: F401 - fixtures shared with the rollout tests (until they move to tests/conftest.py)
-    BASE,
-    LATENCY_GUARDS,
-    MODEL,
-    TOKEN,
-    approved,
-    db_engine,
-    live,
-    policy_data,
-    send,
-    set_faults,
-    sim,
-    store,
-    write_v1,
-)
+from tests.rollout.conftest import BASE, LATENCY_GUARDS, MODEL, TOKEN, approved, policy_data, send, set_faults, write_v1
 
 GUARDS = {"max_error_rate": 0.05, "max_p95_latency_ratio": 1000.0, "max_ttft_ratio": 1000.0, "window_s": 120,
           "min_requests": 10, "require_eval_pass": True}
@@ -61,7 +47,7 @@ def traffic(url: str, *, batch: int = 40, max_batches: int = 200):
 
 
 @contextmanager
-def controller(db_engine, policies: Path, url: str, tmp_path: Path, artifact: str):  # noqa: F811 - the fixture imported from tests.rollout.conftest
+def controller(db_engine, policies: Path, url: str, tmp_path: Path, artifact: str):
     log = tmp_path / "controller.log"
     proc = spawn_controller(str(db_engine.url), policies, log, "--router", url, "--admin-token", TOKEN)
     try:
@@ -75,7 +61,7 @@ def row_of(svc):
     return svc.list(MODEL)[0]
 
 
-def test_healthy_candidate_advances_on_its_own(live, db_engine, store, policies, tmp_path):  # noqa: F811 - the fixture imported from tests.rollout.conftest
+def test_healthy_candidate_advances_on_its_own(live, db_engine, store, policies, tmp_path):
     url, svc = live
     approved(url, svc, db_engine)  # the people's part: start, checklist, a reviewer's approval -> 10 %
     with controller(db_engine, policies, url, tmp_path, "controller-good-rollout.log"), traffic(url):
@@ -95,7 +81,7 @@ def test_healthy_candidate_advances_on_its_own(live, db_engine, store, policies,
     ({"error_rate": 0.4}, "error_rate", {"guards": {**GUARDS, "failure_limit": 2}}),
     ({"extra_latency_ms": 3000}, "p95_latency_ratio", {"guards": LATENCY_GUARDS})], indirect=["policies"],
     ids=["error_rate", "latency"])
-def test_faulty_candidate_is_rolled_back_on_its_own(live, sim, db_engine, store, policies, tmp_path,  # noqa: F811 - the fixture imported from tests.rollout.conftest
+def test_faulty_candidate_is_rolled_back_on_its_own(live, sim, db_engine, store, policies, tmp_path,
                                                     fault, guard):
     url, svc = live
     limit = store.active().canary_for(MODEL).guards.failure_limit
