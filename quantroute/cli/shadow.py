@@ -92,7 +92,11 @@ def report(since: str, model: str | None, bucket: str, min_pairs: int, raise_bel
     out.print(_rates_table("By rule", rep.by_rule, ("rule", "served_tier", "shadow_tier")))
     out.print(_rates_table(f"Trend (per {bucket})", rep.trend, ("bucket", "pair")))
     ladder = [t.value for t in policy.tier_ladder()]
-    out.print(_suggestion_table(f"Candidates to raise: {ladder[-1]} traffic that disagrees with {ladder[0]} "
-                                f"(agreement CI high < {raise_below:.0%}, >= {min_pairs} pairs)", rep.raise_))
-    out.print(_suggestion_table(f"Candidates to lower: {ladder[0]} rules whose lower-tier shadow agrees (CI low > "
-                                f"{lower_above:.0%}, >= {min_pairs} pairs)", rep.lower))
+    for title, items in ((f"Candidates to raise: {ladder[-1]} traffic that disagrees with {ladder[0]} (agreement CI "
+                          f"high < {raise_below:.0%}, >= {min_pairs} pairs)", rep.raise_),
+                         (f"Candidates to lower: {ladder[0]} rules whose lower-tier shadow agrees (CI low > "
+                          f"{lower_above:.0%}, >= {min_pairs} pairs)", rep.lower)):
+        if items:
+            out.print(_suggestion_table(title, items))
+        else:
+            out.print(f"{title}: none")

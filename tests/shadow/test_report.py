@@ -79,3 +79,12 @@ def test_pairs_follow_the_request_logs_retention(db):
     out = CliRunner().invoke(cli, ["db", "prune", "--older-than", "1d", "--db", url])
     assert out.exit_code == 0 and "and 3 shadow pair(s)" in out.output, out.output
     assert shadow_pair.count_before(engine, utcnow()) == 2
+
+
+def test_report_says_none_when_no_rule_qualifies(db):
+    url, engine, policies = db
+    seed_pairs(engine, rule="casual-chat", served="int4", shadow="fp16", n=40, agree=40)
+    out = CliRunner().invoke(cli, ["shadow", "report", "--db", url, "--policies", str(policies)],
+                             env={"COLUMNS": "250"})
+    assert out.exit_code == 0
+    assert ">= 30 pairs): none" in out.output and out.output.count(": none") == 2

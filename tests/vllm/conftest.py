@@ -21,7 +21,7 @@ from quantroute.ports import free_port
 from tests.conftest import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
-START_TIMEOUT_S = 240
+START_TIMEOUT_S = float(os.environ.get("QUANTROUTE_VLLM_START_TIMEOUT_S", "240"))  # longer on a busy machine
 # The deployment id comes first: vLLM names the first --served-model-name in every response's `model`
 # field and in its metrics' model_name label, whichever alias the client asked for.
 DEPLOYMENT = "tiny-llama-bf16"
