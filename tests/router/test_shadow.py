@@ -199,3 +199,24 @@ def test_agreement_on_the_simulator_matches_the_quality_model(make_settings, pol
         assert sum(1 for r in mine if r["exact"]) == agree  # a drifted answer differs in its result too
         if task == "json":
             assert all(r["json_like"] for r in mine) and all(r["json_equal"] == r["agree"] for r in mine)
+
+
+def test_canary_pairs_send_each_arm_to_the_other_arms_deployment(make_settings, policies, sim):
+    canary = {"model": MODEL, "baseline": INT4, "candidate": INT4_V2, "steps": [50, 100], "percent": 50}
+    write_policy(policies, 1, canaries=[canary], shadow={"rate": 1.0, "max_concurrent": 16, "max_target_load": 1000,
+                                                        "pairs": [{"canary": True}]})
+    settings = make_settings()
+    with router_at(settings) as (url, _):
+        arms = set()
+        for i in range(16):
+            r = chat(url, [{"role": "user", "content": f"hi, tell me a joke {i}"}], session=f"c{i}", temperature=0)
+            assert r.status_code == 200 and r.headers["x-quantroute-tier"] == "int4"
+            arms.add(r.headers["x-quantroute-arm"])
+        assert arms == {"baseline", "candidate"}
+        engine = make_engine(settings.db_url)
+        wait_until(lambda: count(engine, ShadowPair) == 16, timeout=30, what="16 canary pairs")
+        with engine.connect() as c:
+            rows = c.execute(select(table_of(ShadowPair))).mappings().all()
+    other = {INT4: INT4_V2, INT4_V2: INT4}
+    assert all(r["kind"] == "canary" and r["shadow_deployment"] == other[r["served_deployment"]] for r in rows)
+    assert {(r["arm"], r["served_deployment"]) for r in rows} == {("baseline", INT4), ("candidate", INT4_V2)}
