@@ -81,7 +81,8 @@ def minute_stats(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [acc[k] for k in sorted(acc)]
 
 
-def _upsert_statement(dialect_name: str) -> sa.Insert:
+def upsert_statement(dialect_name: str) -> sa.Insert:
+    """The rollup's upsert for one dialect; a caller writing many batches builds it once."""
     table = table_of(RequestStatsMinute)
     if dialect_name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -104,10 +105,11 @@ def _added(table: sa.Table, excluded: Any, bigger: Callable[..., Any]) -> dict[s
     return update
 
 
-def upsert_minute_stats(*, conn: Connection, stats: list[dict[str, Any]]) -> None:
-    """Add `minute_stats` output into the rollup, one upsert per (minute, key), in the caller's transaction."""
+def upsert_minute_stats(*, conn: Connection, stats: list[dict[str, Any]], statement: sa.Insert | None = None) -> None:
+    """Add `minute_stats` output into the rollup, one upsert per (minute, key), in the caller's transaction
+    (`statement`: `upsert_statement(conn.dialect.name)`, when the caller keeps one)."""
     if stats:
-        conn.execute(_upsert_statement(conn.dialect.name), stats)
+        conn.execute(statement if statement is not None else upsert_statement(conn.dialect.name), stats)
 
 
 def _minute_sql(dialect_name: str) -> str:

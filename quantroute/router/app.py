@@ -6,6 +6,7 @@ lifespan), fleet state, pins, the active policy reference, the request-log write
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import logging
 import os
@@ -25,7 +26,7 @@ from quantroute.router.metrics import RouterMetrics
 from quantroute.router.node_sync import NodeSync, load_nodes
 from quantroute.router.nodes import Node, NodePool, probe_loop
 from quantroute.router.pincommit import PinCommitter
-from quantroute.router.privacy import replay_record
+from quantroute.router.privacy import PendingReplay
 from quantroute.router.proxy import Forwarder, ForwardResult
 from quantroute.router.reload import PolicyHolder
 from quantroute.router.requestlog import RequestLogWriter
@@ -39,13 +40,15 @@ from quantroute.router.upstream import FastUpstream, HttpxUpstream
 
 log = logging.getLogger(__name__)
 
+WATCH_AFTER_S = 0.1  # when a request starts watching for its client's disconnect (see Router._forward)
 COMPLETION_PATHS = {"/v1/chat/completions": "chat", "/v1/completions": "completion"}
 
 
 class Router:
     def __init__(self, settings: RouterSettings, *, transport: httpx.AsyncBaseTransport | None = None,
-                 engine=None) -> None:
+                 engine=None, own_process: bool = False) -> None:
         self.settings = settings
+        self.own_process = own_process  # the process serves this app alone: tune its GC after startup
         self.transport = transport
         self.engine = engine
         self.metrics = RouterMetrics()
@@ -120,6 +123,8 @@ class Router:
             if s.log_retention_days is not None:
                 spawn("log-retention", lambda: retention_loop(self.engine, max_age=timedelta(days=s.log_retention_days),
                                                               interval_s=s.log_retention_interval_s))
+        if self.own_process:
+            freeze_startup_heap()
 
     async def shutdown(self) -> None:
         if self.pin_committer is not None:  # pins claimed by requests still finishing get stored first
@@ -188,12 +193,19 @@ class Router:
             if k == b"content-length" and int(v or 0) > limit:
                 raise BodyTooLarge(f"request body is {int(v)} bytes; the limit is {limit} bytes")
         deadline = self.settings.body_read_timeout_s
+        # One timer handle (not asyncio.timeout: a context object and a reschedule per request on the hot path)
+        task = asyncio.current_task()
+        expired = []
+        timer = asyncio.get_running_loop().call_later(deadline, lambda: expired.append(task.cancel()))  # type: ignore[union-attr]  # always inside a request's task
         try:
-            async with asyncio.timeout(deadline):
-                return await self._receive_body(receive, limit)
-        except TimeoutError:
+            return await self._receive_body(receive, limit)
+        except asyncio.CancelledError:
+            if not expired or task.uncancel() > 0:  # type: ignore[union-attr]  # always inside a request's task
+                raise
             self.metrics.rejected.labels("body_timeout").inc()
             raise RequestTimeout(f"the request body did not arrive within {deadline:g}s") from None
+        finally:
+            timer.cancel()
 
     @staticmethod
     async def _receive_body(receive, limit: int) -> bytes:
@@ -288,7 +300,12 @@ class Router:
                     task.cancel()
 
             pending.add_done_callback(settled)
-        watcher = asyncio.get_running_loop().create_task(watch())
+        # Most answers are done before a disconnect watcher would do anything: it starts only once the request
+        # has run for WATCH_AFTER_S (a task per request was a tenth of the request path); a client that left
+        # earlier is seen then, its receive() answering http.disconnect at once.
+        loop = asyncio.get_running_loop()
+        watcher: list[asyncio.Task] = []
+        timer = loop.call_later(WATCH_AFTER_S, lambda: watcher.append(loop.create_task(watch())))
         try:
             await self.forwarder.forward(path=path, body=body, headers=raw_headers, first=route.node,  # type: ignore[union-attr]  # set by startup(), before any request
                                          pick_other=lambda tried: self.decider.pick(route, tried), send=send,
@@ -305,7 +322,9 @@ class Router:
                 raise
         finally:
             state["done"] = True
-            watcher.cancel()
+            timer.cancel()
+            for w in watcher:
+                w.cancel()
         if out.retries:
             self.metrics.retries.labels(route.tier.value).inc(out.retries)
         if out.committed and out.status < 500:
@@ -325,26 +344,27 @@ class Router:
 
     def _record(self, ts, started: float, request_id: str, data, route: Route | None, out: ForwardResult,
                 headers: dict, body_bytes: int) -> None:
+        """Metrics at once; the log row as references (its replay record is built by the writer, in batches)."""
         latency_ms = (time.perf_counter() - started) * 1000
         node = out.node or (route.node if route else None)
         status = out.status or 500
         tier = node.tier.value if node else (route.tier.value if route else "")
         deployment = node.deployment if node else ""
         arm = route.arm if route else None
-        self.metrics.requests.labels(tier, deployment, arm or "", str(status)).inc()
-        self.metrics.observe(tier, deployment, latency_ms / 1000, out)
+        self.metrics.finished(tier, deployment, arm or "", status, latency_ms / 1000, out)
         if route is not None and route.affinity is not None:
             self.metrics.affinity.labels(tier, route.affinity).inc()
         if route is not None and route.direct:
             arm = DIRECT  # in the log only: guards skip it (metrics keep the arm label empty, as for no canary)
         model = data.get("model") if isinstance(data, dict) else None
+        decision = route.decision if route else None
         self.writer.add({
             "ts": ts, "request_id": request_id, "session_key": route.session_key if route else None,
             "model": route.model if route else (model if isinstance(model, str) else ""),
             "deployment": deployment or None, "node": node.key if node else None, "tier": tier or None,
             "arm": arm, "policy_version": route.policy.version if route else None,
-            "rules": route.decision.rule_names if route and route.decision else [],
-            "score": route.decision.score if route and route.decision else None,
+            "rules": decision.rule_names if decision else [],
+            "score": decision.score if decision else None,
             "status": status, "stream": bool(isinstance(data, dict) and data.get("stream")),
             "latency_ms": latency_ms, "ttft_ms": out.ttft * 1000 if out.ttft is not None else None,
             "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
@@ -352,8 +372,8 @@ class Router:
             "affinity": route.affinity if route else None,
             # what the dashboard's what-if replay needs to classify this request again under a draft policy,
             # as far as the prompt-storage setting allows (credentials in headers are never kept)
-            "replay": replay_record(data, headers, storage=self.settings.prompt_storage,
-                                    allow=self._log_headers(route))}, nbytes=body_bytes)
+            "replay": PendingReplay(data, headers, self.settings.prompt_storage, self._log_headers(route))},
+            nbytes=body_bytes)
 
     def _log_headers(self, route: Route | None) -> tuple[str, ...]:
         hp = route.policy.policy.headers if route else None
@@ -361,8 +381,16 @@ class Router:
         return (*self.settings.log_headers, *extra)
 
 
+def freeze_startup_heap() -> None:
+    """Everything alive after startup (modules, the ORM's registries, the policy, pools) stays alive: move it out
+    of the cyclic GC's sight. A full collection walked all of it, ~70 ms with the event loop stopped, and that
+    was the router's p99 at concurrency 1 (27-57 ms). Per-request objects are freed by reference counting."""
+    gc.collect()
+    gc.freeze()
+
+
 def create_app(settings: RouterSettings, *, transport: httpx.AsyncBaseTransport | None = None,
-               engine=None, use_db: bool = True) -> Router:
+               engine=None, use_db: bool = True, own_process: bool = False) -> Router:
     """Build a router app. `engine` defaults to one made from `settings.db_url`, which must be at this code's
     schema revision (`quantroute db upgrade` makes it so; SchemaMismatchError otherwise); `use_db=False` runs
     without a database (pins in memory, no request log)."""
@@ -370,4 +398,4 @@ def create_app(settings: RouterSettings, *, transport: httpx.AsyncBaseTransport 
         from quantroute.db.engine import make_engine, require_schema
 
         engine = require_schema(make_engine(settings.db_url))
-    return Router(settings, transport=transport, engine=engine)
+    return Router(settings, transport=transport, engine=engine, own_process=own_process)

@@ -20,7 +20,7 @@ from quantroute.router.nodes import Node, NodePool
 from quantroute.router.reload import ActivePolicy
 from quantroute.router.select import pick_node, sticky_node
 from quantroute.router.sessions import Pin, PinStore
-from quantroute.tiers import Tier, cheapest_served_tier, tiers_at_or_above
+from quantroute.tiers import Tier
 
 DEPLOYMENT_HEADER = "x-quantroute-deployment"  # request header: serve exactly this deployment
 
@@ -96,11 +96,7 @@ class Decider:
         return nodes
 
     def deployments_for(self, ap: ActivePolicy, model: str, tier: Tier, arm: str | None) -> tuple[str, ...]:
-        deps = tuple(ap.policy.deployments_for(model, tier))
-        canary = ap.policy.canary_for(model)
-        if arm is None or canary is None or canary.baseline not in deps and canary.candidate not in deps:
-            return tuple(d for d in deps if canary is None or d != canary.candidate)
-        return (canary.candidate,) if arm == CANDIDATE else tuple(d for d in deps if d != canary.candidate)
+        return ap.deployments(model, tier, arm)  # memoized per policy version
 
     # -- the decision ----------------------------------------------------------------------------------------
     async def decide(self, ap: ActivePolicy, body: dict, headers: Mapping[str, str], kind: str) -> Route:
@@ -174,17 +170,15 @@ class Decider:
         policy = ap.policy
         if fixed is not None:
             tier = ap.deployment_tier[fixed]
-            ladder, arm = [tier], None
+            ladder: tuple[Tier, ...] = (tier,)
+            arm = None
         else:
-            start = cheapest_served_tier(decision.tier, set(ap.served.get(model, ())))
-            if start is None:
+            ladder = ap.ladder(model, decision.tier)  # memoized per policy version
+            if not ladder:
                 self._count_503(decision.tier, False)
                 raise NoCapacity(f"model {model!r} has no deployment at tier {decision.tier.value} or above",
                                  headers={"Retry-After": str(self.retry_after_s)})
-            esc = policy.escalation
-            ladder = tiers_at_or_above(start, ceiling=esc.max_tier) if esc.enabled else [start]
-            ladder = [t for t in ladder if t in ap.served.get(model, ())] or [start]
-            tier = start
+            tier = ladder[0]
             canary = policy.canary_for(model)
             arm = None
             if canary is not None and canary.percent > 0:  # a canary at 0 % is not running: no arms

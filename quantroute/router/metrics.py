@@ -22,6 +22,7 @@ class RouterMetrics:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
         self._node_series: set[tuple[str, str, str]] = set()
+        self._children: dict[tuple, tuple] = {}  # (tier, deployment, arm, status) -> labelled children (finished)
         self.requests = Counter("quantroute_requests_total", "Requests routed",
                                 ["tier", "deployment", "arm", "status"], registry=r)
         self.build_info = Gauge("quantroute_build_info", "Always 1; the labels say what runs",
@@ -87,17 +88,28 @@ class RouterMetrics:
         self.healthy_nodes = Gauge("quantroute_healthy_nodes", "Healthy nodes per model and tier",
                                    ["model", "tier"], registry=r)
 
-    def observe(self, tier: str, deployment: str, latency_s: float, out) -> None:
-        """One finished request: latency, TTFT and tokens under its tier and deployment."""
+    def finished(self, tier: str, deployment: str, arm: str, status: int, latency_s: float, out) -> None:
+        """One finished request: its count, and latency, TTFT and tokens under its tier and deployment. The
+        labelled children are looked up once per label set (`labels()` costs more than the update itself)."""
+        key = (tier, deployment, arm, status)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = (
+                self.requests.labels(tier, deployment, arm, str(status)),
+                *((self.duration.labels(tier, deployment), self.ttft.labels(tier, deployment),
+                   self.tokens.labels(tier, deployment, "prompt"), self.tokens.labels(tier, deployment, "completion"))
+                  if tier else ()))
+        children[0].inc()
         if not tier:
             return
-        self.duration.labels(tier, deployment).observe(latency_s)
+        _, duration, ttft, prompt, completion = children
+        duration.observe(latency_s)
         if out.ttft is not None:
-            self.ttft.labels(tier, deployment).observe(out.ttft)
+            ttft.observe(out.ttft)
         if out.prompt_tokens:
-            self.tokens.labels(tier, deployment, "prompt").inc(out.prompt_tokens)
+            prompt.inc(out.prompt_tokens)
         if out.completion_tokens:
-            self.tokens.labels(tier, deployment, "completion").inc(out.completion_tokens)
+            completion.inc(out.completion_tokens)
 
     def task_crashes_inc(self, task: str) -> None:
         self.task_crashes.labels(task).inc()

@@ -100,6 +100,7 @@ class NodePool:
         self.max_waiting = max_waiting
         self.eject_after = eject_after
         self._capacity = asyncio.Event()
+        self._capacity_waiters = 0
 
     # -- membership -------------------------------------------------------------------------------------
     def register(self, reg: NodeIdentity, *, speed: float | None = None,
@@ -145,16 +146,21 @@ class NodePool:
 
     # -- capacity signalling ------------------------------------------------------------------------------
     def notify(self) -> None:
-        """Wake requests waiting for capacity (a request finished, a node came back)."""
-        self._capacity.set()
-        self._capacity = asyncio.Event()
+        """Wake requests waiting for capacity (a request finished, a node came back). Called once per request:
+        a new Event only when someone waits on the current one."""
+        if self._capacity_waiters:
+            self._capacity.set()
+            self._capacity = asyncio.Event()
 
     async def wait_for_capacity(self, timeout: float) -> None:
         ev = self._capacity
+        self._capacity_waiters += 1
         try:
             await asyncio.wait_for(ev.wait(), timeout)
         except TimeoutError:
             pass
+        finally:
+            self._capacity_waiters -= 1
 
     # -- health -------------------------------------------------------------------------------------------
     def record_failure(self, node: Node, error: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 PromptStorage = Literal["full", "redacted", "none"]
@@ -27,8 +28,22 @@ _SECRET_TEXT = re.compile(
     r"|\b(?:\d[ -]?){12,18}\d\b")  # card and account numbers
 
 
+# Every secret shape above holds one of these: an '@', "eyJ", 13 digits, or 12 characters in a row from the key
+# and token alphabets. Prose mostly has none, and these checks are C-speed scans, so most strings skip the
+# many-branch pattern (its cost per string was most of the log's cost per request).
+_TOKEN_RUN = re.compile(r"[-\w+/]{12}")
+_DIGITS = "0123456789"
+
+
+def _may_hold_secret(text: str) -> bool:
+    if not text.isascii():  # \d and \w are Unicode-wide: let the full pattern decide
+        return True
+    return ("@" in text or "eyJ" in text or _TOKEN_RUN.search(text) is not None
+            or sum(map(text.count, _DIGITS)) >= 13)
+
+
 def redact_text(text: str) -> str:
-    return _SECRET_TEXT.sub(REDACTED, text)
+    return _SECRET_TEXT.sub(REDACTED, text) if _may_hold_secret(text) else text
 
 
 def _redact(value: Any, depth: int = 0) -> Any:
@@ -46,6 +61,20 @@ def _redact(value: Any, depth: int = 0) -> Any:
 def stored_headers(headers: Mapping[str, str], allow: Iterable[str]) -> dict[str, str]:
     allowed = {h.lower() for h in allow}
     return {k: v for k, v in headers.items() if k.lower() in allowed and not SECRET_HEADER.search(k)}
+
+
+@dataclass(slots=True, frozen=True)
+class PendingReplay:
+    """What `replay_record` needs, by reference: the request log's writer builds the record in its batch, off
+    the event loop (the router never changes a parsed body or its headers after routing)."""
+
+    body: Any
+    headers: Mapping[str, str]
+    storage: PromptStorage
+    allow: tuple[str, ...]
+
+    def record(self) -> dict[str, Any] | None:
+        return replay_record(self.body, self.headers, storage=self.storage, allow=self.allow)
 
 
 def replay_record(body: Any, headers: Mapping[str, str], *, storage: PromptStorage,

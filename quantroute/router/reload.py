@@ -28,7 +28,8 @@ from quantroute.db.policy_state import activations, active_version
 from quantroute.policy.loader import load_policy
 from quantroute.policy.model import Policy
 from quantroute.policy.store import PolicyStore
-from quantroute.tiers import Tier
+from quantroute.router.canary import CANDIDATE
+from quantroute.tiers import Tier, cheapest_served_tier, tiers_at_or_above
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,40 @@ class ActivePolicy:
     deployment_tier: dict[str, Tier]
     served: dict[str, frozenset[Tier]]  # logical model -> tiers it is deployed at
     version_bytes: bytes = field(default=b"")
+    # what requests ask again and again, computed on first use: (model, tier) -> ladder, (model, tier, arm) -> ids
+    _ladders: dict[tuple[str, Tier], tuple[Tier, ...]] = field(default_factory=dict, repr=False)
+    _deployments: dict[tuple[str, Tier, str | None], tuple[str, ...]] = field(default_factory=dict, repr=False)
+
+    def ladder(self, model: str, minimum: Tier) -> tuple[Tier, ...]:
+        """Tiers an unpinned request of `model` may go to, cheapest first: the cheapest served tier at or above
+        `minimum`, then the served ones above it as far as escalation allows. Empty: no tier serves it."""
+        key = (model, minimum)
+        got = self._ladders.get(key)
+        if got is None:
+            served = self.served.get(model, frozenset())
+            start = cheapest_served_tier(minimum, set(served))
+            if start is None:
+                got = ()
+            else:
+                esc = self.policy.escalation
+                up = tiers_at_or_above(start, ceiling=esc.max_tier) if esc.enabled else [start]
+                got = tuple(t for t in up if t in served) or (start,)
+            self._ladders[key] = got
+        return got
+
+    def deployments(self, model: str, tier: Tier, arm: str | None) -> tuple[str, ...]:
+        """The deployments of `model` at `tier` for canary `arm` (None: no canary assignment)."""
+        key = (model, tier, arm)
+        got = self._deployments.get(key)
+        if got is None:
+            deps = tuple(self.policy.deployments_for(model, tier))
+            canary = self.policy.canary_for(model)
+            if arm is None or canary is None or canary.baseline not in deps and canary.candidate not in deps:
+                got = tuple(d for d in deps if canary is None or d != canary.candidate)
+            else:
+                got = (canary.candidate,) if arm == CANDIDATE else tuple(d for d in deps if d != canary.candidate)
+            self._deployments[key] = got
+        return got
 
     @classmethod
     def build(cls, policy: Policy) -> ActivePolicy:

@@ -5,6 +5,10 @@ buffer fills and new rows beyond the bound are dropped and counted; a request ne
 Each batch also updates the per-minute rollup (request_stats_minute) in the same transaction, so the
 dashboard's long windows read a few thousand rollup rows instead of every logged request.
 
+The request path queues references, not finished rows: the replay record (redaction included) is built, the
+row made storable and its JSON encoded in the writer's batch, in its thread (`_ready`), never per request on
+the event loop.
+
 No row can stop the log. Rows are made storable first (`storable.storable_row`: depth, size, NUL, surrogates).
 A batch that still fails for a reason other than the DB being unreachable is split in halves until the rows
 it refuses are alone; those are dropped, counted by reason and a sample logged, and the rest commit. Only a
@@ -19,12 +23,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from quantroute.db.engine import require_engine, table_of
 from quantroute.db.request_log import RequestLog
-from quantroute.db.request_stats import minute_stats, upsert_minute_stats
+from quantroute.db.request_stats import minute_stats, upsert_minute_stats, upsert_statement
+from quantroute.router.privacy import PendingReplay
 from quantroute.router.storable import storable_row
 
 log = logging.getLogger(__name__)
@@ -53,6 +59,7 @@ class _Unreachable(Exception):
 
 class RequestLogWriter:
     json_columns: tuple[str, ...] = ("rules", "replay")  # columns bounded as JSON values (storable_row)
+    json_text = True  # _insert binds the JSON columns as the text storable_row encoded (once, with orjson)
 
     def __init__(self, engine: Engine | None, *, batch_size: int = 500, flush_interval_s: float = 0.5,
                  max_buffered: int = 20_000, max_buffered_bytes: int = 64 * 1024 * 1024,
@@ -73,6 +80,7 @@ class RequestLogWriter:
         self._wake = asyncio.Event()
         self._sql = ""  # the INSERT for the engine in _prepared_for (set by _prepare)
         self._procs: list = []
+        self._upsert: sa.Insert | None = None
         self._prepared_for: Engine | None = None
 
     def add(self, row: dict, *, nbytes: int = 0) -> None:
@@ -138,7 +146,7 @@ class RequestLogWriter:
         """In a worker thread: store `batch`, isolating rows the DB refuses. (written, rejected)."""
         # The client-controlled originals stay in `batch` (to put back in order on _Unreachable); cleaned copies
         # are what gets inserted.
-        clean = {id(r): storable_row(r, self.json_columns) for r in batch}
+        clean = {id(r): self._ready(r) for r in batch}
         chunks = [batch]
         written = rejected = 0
         while chunks:
@@ -155,6 +163,14 @@ class RequestLogWriter:
             else:
                 written += len(chunk)
         return written, rejected
+
+    def _ready(self, row: dict) -> dict:
+        """The row as stored: its replay record built (a PendingReplay from the request path), every value made
+        storable, JSON columns encoded to text when `json_text`."""
+        replay = row.get("replay")
+        if isinstance(replay, PendingReplay):
+            row = {**row, "replay": replay.record()}
+        return storable_row(row, self.json_columns, encode=self.json_text)
 
     def _refused(self, chunk: list[dict], chunks: list[list[dict]], e: Exception, written: int, rejected: int):
         if len(chunk) == 1:
@@ -206,15 +222,20 @@ class RequestLogWriter:
         stats = minute_stats(batch)
         with require_engine(self.engine, who="the request log writer").begin() as conn:
             conn.exec_driver_sql(self._sql, rows)
-            upsert_minute_stats(conn=conn, stats=stats)
+            upsert_minute_stats(conn=conn, stats=stats, statement=self._upsert)
 
     def _prepare(self) -> None:
         self._prepared_for = self.engine
         dialect = require_engine(self.engine, who="the request log writer").dialect
+        self._upsert = upsert_statement(dialect.name)  # built once: building it per batch cost as much as running it
         table = table_of(RequestLog)
         # dialect_impl: the generic JSON type has no bind processor for psycopg (a dict would reach the driver
         # as is and fail); PostgreSQL's own JSON type wraps it
-        self._procs = [(c, table.c[c].type.dialect_impl(dialect).bind_processor(dialect)) for c in COLUMNS]
+        self._procs = [(c, None if c in self.json_columns
+                        else table.c[c].type.dialect_impl(dialect).bind_processor(dialect)) for c in COLUMNS]
         mark = "?" if dialect.paramstyle == "qmark" else "%s"
-        self._sql = (f"INSERT INTO {table.name} ({', '.join(COLUMNS)}) "
-                     f"VALUES ({', '.join([mark] * len(COLUMNS))})")
+        # PostgreSQL casts the JSON text to the column's type; SQLite stores it as the text it is
+        marks = [f"CAST({mark} AS JSON)" if c in self.json_columns and dialect.name == "postgresql" else mark
+                 for c in COLUMNS]
+        self._sql = f"INSERT INTO {table.name} ({', '.join(COLUMNS)}) VALUES ({', '.join(marks)})"
+

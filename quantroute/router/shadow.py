@@ -72,6 +72,7 @@ class ShadowLogWriter(RequestLogWriter):
     """The request log's batching, bounds and isolation of refused rows, into shadow_pair (and no rollup)."""
 
     json_columns = ("rules", "bodies")
+    json_text = False  # its _insert binds JSON values through the columns' own processors
 
     def _insert(self, batch: list[dict]) -> None:
         if self._prepared_for is not self.engine:

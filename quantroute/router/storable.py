@@ -4,11 +4,20 @@ A client controls most of a row (the model name, headers, the whole body kept fo
 router accepts is not always what a database stores: orjson parses 1,024 levels of nesting, the JSON encoder
 behind the column gives up near 1,000 (RecursionError); PostgreSQL refuses NUL in text; a lone surrogate cannot
 be encoded as UTF-8 at all. One such row used to fail its whole batch again and again. So every string is
-cleaned and every JSON value bounded in depth and size here, before the insert, on every database alike."""
+cleaned and every JSON value bounded in depth and size here, before the insert, on every database alike.
+
+Almost every value is storable as it is, and walking a body in Python costs far more than encoding it (the
+writer's thread holds the GIL the event loop needs meanwhile). So a JSON value is first encoded by orjson, which
+refuses lone surrogates and anything that is not JSON; when that works, the text carries no NUL, every key is
+short and there are too few brackets for the depth bound, nothing needs cutting and the value is kept as is
+(`_as_is`). Only the rest takes the walk."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import orjson
 
 MAX_DEPTH = 32  # a chat body needs ~5 levels; tools schemas a dozen
 MAX_STRING = 16_384  # chars per string inside a JSON column
@@ -61,23 +70,72 @@ def _bound(v: Any, depth: int, budget: _Budget) -> Any:
     return clean_text(repr(v), MAX_TEXT)
 
 
+# datetimes, dataclasses and subclasses of str/int/dict/list are not what a JSON parser makes: the walk handles them
+_STRICT = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def _keys_short(v: Any) -> bool:
+    """Every object key within MAX_TEXT chars (containers only: strings are bounded by the encoded length)."""
+    if isinstance(v, dict):
+        return all(len(k) <= MAX_TEXT and _keys_short(x) for k, x in v.items())
+    if isinstance(v, list):
+        return all(_keys_short(x) for x in v)
+    return True
+
+
+def _as_is(value: Any, max_chars: int) -> bytes | None:
+    """`value` encoded, when it is storable unchanged; None when it needs the walk."""
+    try:
+        text = orjson.dumps(value, option=_STRICT)
+    except (orjson.JSONEncodeError, TypeError):  # lone surrogates, non-str keys, huge ints, non-JSON objects
+        return None
+    # Fewer brackets in the whole text than MAX_DEPTH bounds the nesting; a text shorter than every character
+    # bound bounds every string in it; an escaped NUL is the only way one can appear in orjson's output.
+    if (len(text) > min(MAX_STRING, max_chars) or text.count(b"[") + text.count(b"{") >= MAX_DEPTH
+            or b"\\u0000" in text or (len(text) > MAX_TEXT and not _keys_short(value))):
+        return None
+    return text
+
+
 def bound_json(value: Any, *, max_chars: int = MAX_JSON_CHARS) -> tuple[Any, bool]:
     """(a copy every JSON encoder and database accepts, whether anything was cut)."""
+    if _as_is(value, max_chars) is not None:
+        return value, False
     budget = _Budget(max_chars)
     out = _bound(value, 0, budget)
     return out, budget.cut
 
 
-def storable_row(row: dict, json_columns: tuple[str, ...] = ("rules", "replay")) -> dict:
+def json_text(value: Any) -> str:
+    """The stored text of a bounded JSON value (compact, UTF-8 as is)."""
+    try:
+        return orjson.dumps(value).decode()
+    except (orjson.JSONEncodeError, TypeError):  # integers beyond 64 bits: the standard encoder takes them
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def storable_row(row: dict, json_columns: tuple[str, ...] = ("rules", "replay"), *, encode: bool = False) -> dict:
     """A copy of `row` with every text cleaned and every JSON value bounded. A cut JSON object says so with
-    `"truncated": true` (the what-if replay skips such bodies rather than classify half a request)."""
+    `"truncated": true` (the what-if replay skips such bodies rather than classify half a request).
+    `encode`: JSON values come out as their stored text (the writer binds that; the value is encoded once)."""
     out = dict(row)
     for k, v in row.items():
-        if isinstance(v, str):
-            out[k] = clean_text(v, MAX_TEXT)
-        elif k in json_columns and v is not None:
-            bounded, cut = bound_json(v)
-            if cut and isinstance(bounded, dict):
+        if k in json_columns:
+            if v is None:
+                continue
+            if isinstance(v, str):  # a bare string is JSON too, cut like any text column
+                v = clean_text(v, MAX_TEXT)
+                out[k] = json_text(v) if encode else v
+                continue
+            text = _as_is(v, MAX_JSON_CHARS)
+            if text is not None:
+                out[k] = text.decode() if encode else v
+                continue
+            budget = _Budget(MAX_JSON_CHARS)
+            bounded = _bound(v, 0, budget)
+            if budget.cut and isinstance(bounded, dict):
                 bounded["truncated"] = True
-            out[k] = bounded
+            out[k] = json_text(bounded) if encode else bounded
+        elif isinstance(v, str):
+            out[k] = clean_text(v, MAX_TEXT)
     return out

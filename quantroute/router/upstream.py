@@ -135,10 +135,21 @@ class Response:
         try:
             return await q.get()
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
 
     async def aread(self) -> bytes:
-        return b"".join([c async for c in self.aiter_raw()])
+        # the loop of aiter_raw without an async generator per response (most bodies are already queued)
+        q = self.conn.queue
+        chunks: list[bytes] = []
+        while True:
+            item = q.get_nowait() if not q.empty() else await self._wait(q)
+            if item is None:
+                self._done = True
+                return b"".join(chunks)
+            if isinstance(item, Exception):
+                raise item
+            chunks.append(item)
 
     async def aclose(self) -> None:
         conn, self.conn = self.conn, None  # type: ignore[assignment]  # None marks a closed response
@@ -203,23 +214,40 @@ class Pool:
         """Send the request and wait for the response headers. Whatever ends the wait early (the node's timeout,
         the client going away: a cancellation) closes the connection, so the node sees the request aborted
         and frees its slot; a closed connection is never reused."""
+        # A timer handle on the headers future (not asyncio.wait_for: a waiter future, a callback and a partial
+        # per request on the hot path).
+        timer = None
         try:
-            await asyncio.wait_for(conn.start(head, body), timeout)
+            headers_done = conn.start(head, body)
+            timer = asyncio.get_running_loop().call_later(timeout, _expire, headers_done)
+            await headers_done
         except UpstreamError as e:
             conn.drop()
             raise _Stale(str(e)) from None
-        except TimeoutError:
+        except _HeadersLate:
             conn.drop()
             raise UpstreamTimeout(f"node sent no response headers within {timeout:g}s") from None
         except BaseException:
             conn.drop()
             raise
+        finally:
+            if timer is not None:
+                timer.cancel()
 
     def close(self) -> None:
         while self.idle:
             c = self.idle.pop()
             if c.transport is not None:
                 c.transport.close()
+
+
+class _HeadersLate(Exception):
+    """The response headers did not come within the timeout (set on the headers future by its timer)."""
+
+
+def _expire(headers_done: asyncio.Future) -> None:
+    if not headers_done.done():
+        headers_done.set_exception(_HeadersLate())
 
 
 class _Stale(Exception):

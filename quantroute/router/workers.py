@@ -8,12 +8,16 @@ each worker would keep pins of its own and a session's second turn could land on
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from quantroute.router.settings import RouterSettings
 
 # How the supervisor hands the settings to workers it spawns (fresh interpreters: nothing else is inherited).
 SETTINGS_ENV = "QUANTROUTE_WORKER_SETTINGS"
+# The request log's writer runs in a thread; at CPython's default 5 ms switch interval a batch being written
+# held the event loop off the GIL for up to 5 ms at each of a request's syscalls.
+SWITCH_INTERVAL_S = 0.0005
 LOG_LEVEL_ENV = "QUANTROUTE_WORKER_LOG_LEVEL"
 
 
@@ -31,8 +35,9 @@ def serve(settings: RouterSettings, *, workers: int = 1, use_db: bool = True, lo
         uvicorn.run(app, host=settings.host, port=settings.port, http="httptools", loop="uvloop", log_level=log_level,
                     access_log=False, timeout_graceful_shutdown=5, log_config=None, **more)
 
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     if workers == 1:
-        run(create_app(settings, use_db=use_db))
+        run(create_app(settings, use_db=use_db, own_process=True))
         return
     if not use_db:
         raise WorkersNeedDatabase(f"--workers {workers} needs a database (drop --no-db): each worker is its own "
@@ -53,4 +58,5 @@ def app_from_env():
 
     settings = RouterSettings.model_validate_json(os.environ[SETTINGS_ENV])
     configure_logging(os.environ.get(LOG_LEVEL_ENV, settings.log_level), json_lines=settings.log_json)
-    return create_app(settings)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)  # a fresh interpreter: the supervisor's setting is not inherited
+    return create_app(settings, own_process=True)

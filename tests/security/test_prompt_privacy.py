@@ -8,6 +8,8 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import text
 
 from dashboard.queries import replay_rows
@@ -15,7 +17,7 @@ from quantroute.clock import utcnow
 from quantroute.db.engine import init_db, make_engine
 from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
-from quantroute.router.privacy import redact_text, replay_record
+from quantroute.router.privacy import _SECRET_TEXT, REDACTED, PendingReplay, redact_text, replay_record
 from tests.conftest import wait_until
 from tests.router.conftest import MODEL, make_settings, policies, router_at, sim  # noqa: F401  (fixtures)
 
@@ -87,3 +89,34 @@ def test_retention_runs_inside_the_router(make_settings):  # noqa: F811  (fixtur
                    interval=0.1)
     assert len(_rows(settings.db_url)) == 1  # the old row went, the recent one stayed
     engine.dispose()
+
+
+SECRETISH = st.text(st.sampled_from(list("ab09 -_+/=@.eyJskAKIA\u0663\n")), max_size=60) | st.sampled_from(
+    ["card 4111-1111-1111-1111", "sk-" + "a" * 12, "eyJx.y.z", "a@b.co", "x" * 31 + "+", "\u0663" * 13])
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(text=SECRETISH | st.text(max_size=80))
+def test_the_prefilter_never_skips_a_string_the_pattern_would_change(text):
+    assert redact_text(text) == _SECRET_TEXT.sub(REDACTED, text)
+
+
+def test_the_request_path_queues_the_replay_and_the_writer_redacts_it(make_settings):  # noqa: F811  (fixtures imported above)
+    """Redaction walked every string of every body on the event loop; the loop now queues references and the
+    writer builds the record in its batch. What is stored is the same redacted record."""
+    settings = make_settings(prompt_storage="redacted", log_flush_interval_s=3600, log_batch_size=2)
+
+    def send() -> None:
+        r = httpx.post(f"{url}/v1/chat/completions", headers={"x-priority": "3"}, timeout=30, json={
+            "model": MODEL, "max_tokens": 4, "messages": [{"role": "user", "content": "mail bob@example.com"}]})
+        assert r.status_code == 200
+
+    with router_at(settings) as (url, app):
+        send()
+        ((row, _),) = list(app.writer.buffer)
+        assert isinstance(row["replay"], PendingReplay)  # nothing redacted per request on the loop
+        send()  # a full batch: the writer wakes
+        rows = _wait_rows(settings.db_url, 2)
+    replay = json.loads(rows[0]) if isinstance(rows[0], str) else rows[0]
+    assert replay["body"]["messages"][0]["content"] == "mail [redacted]"
+    assert replay["headers"] == {"x-priority": "3"} and replay["redacted"] is True
