@@ -168,8 +168,18 @@ class RequestView:
     @property
     def entropy(self) -> float:
         if self._entropy is None:
-            self._entropy = byte_entropy(self.prompt)
+            self._entropy = sample_entropy(entropy_sample(self.prompt))
         return self._entropy
+
+    def entropy_within(self, lo: float, hi: float) -> bool:
+        """lo <= entropy <= hi, without computing it when a short prompt cannot reach `lo`: entropy is at most
+        log2 of the number of distinct byte values (numpy's fixed cost was most of a short prompt's decision)."""
+        if self._entropy is None and lo > 0:
+            data = entropy_sample(self.prompt)
+            if len(data) <= BOUND_SAMPLE and math.log2(len(set(data)) or 1) < lo - 1e-9:
+                return False
+            self._entropy = sample_entropy(data)
+        return lo <= self.entropy <= hi
 
 
 ENTROPY_SAMPLE = 1024
@@ -177,18 +187,27 @@ ENTROPY_SAMPLE = 1024
 _C_LOG_C = np.array([0.0] + [c * math.log2(c) for c in range(1, ENTROPY_SAMPLE + 1)])
 
 
+BOUND_SAMPLE = 256  # up to this many bytes, counting distinct values first is cheaper than numpy's fixed cost
+
+
 def byte_entropy(text: str) -> float:
     """Shannon entropy of the text's UTF-8 bytes, in bits per byte (policy.model.ENTROPY_UNIT; prose ~4.2,
     code/math/JSON ~4.6-5.2, at most log2(243) = 7.92: UTF-8 never uses 13 of the 256 byte values).
     Long prompts are estimated from their first and last 512 bytes: the figure converges long before
     32 KB and the classifier must stay in microseconds."""
+    return sample_entropy(entropy_sample(text))
+
+
+def entropy_sample(text: str) -> bytes:
+    """The bytes `byte_entropy` measures: all of them, or the first and last 512 of a long prompt."""
     half = ENTROPY_SAMPLE // 2
     if len(text) > ENTROPY_SAMPLE:  # slice characters first: encoding 32 KB to keep 1 KB is wasted work
-        data = (text[:half].encode("utf-8")[:half] + text[-half:].encode("utf-8")[-half:])
-    else:
-        data = text.encode("utf-8")
-        if len(data) > ENTROPY_SAMPLE:
-            data = data[:half] + data[-half:]
+        return text[:half].encode("utf-8")[:half] + text[-half:].encode("utf-8")[-half:]
+    data = text.encode("utf-8")
+    return data[:half] + data[-half:] if len(data) > ENTROPY_SAMPLE else data
+
+
+def sample_entropy(data: bytes) -> float:
     n = len(data)
     if not n:
         return 0.0
@@ -255,7 +274,7 @@ def _compile(cond: Any, index: KeywordIndex) -> Pred:
         return lambda v, o: v.latency_budget_ms is not None and lo <= v.latency_budget_ms <= hi
     if isinstance(cond, EntropyCond):
         lo, hi = _bounds(cond.entropy)
-        return lambda v, o: lo <= v.entropy <= hi
+        return lambda v, o: v.entropy_within(lo, hi)
     if isinstance(cond, ToolsCond):
         want = cond.tools
         return lambda v, o: bool(v.body.get("tools") or v.body.get("functions")) == want
@@ -375,6 +394,7 @@ class CompiledPolicy:
         self.policy = policy
         self.keywords = KeywordIndex()
         self.rules = [(r.name, r.weight, _compile(r.when, self.keywords)) for r in policy.rules if r.enabled]
+        self._fired = [(FiredRule(name, weight), pred) for name, weight, pred in self.rules]  # shared: immutable
         self.keywords.build()
         # score -> tier without walking the thresholds model by model: highest min_score first
         self._thresholds = sorted(((th.min_score, th.tier) for th in policy.thresholds), key=lambda x: -x[0])
@@ -400,10 +420,10 @@ class CompiledPolicy:
         out = self.estimate_output(view)
         fired = []
         score = 0.0
-        for name, weight, pred in self.rules:
+        for rule, pred in self._fired:
             if pred(view, out):
-                fired.append(FiredRule(name, weight))
-                score += weight
+                fired.append(rule)
+                score += rule.weight
         tier = self._floor
         for min_score, th_tier in self._thresholds:
             if score >= min_score:

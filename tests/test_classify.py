@@ -1,7 +1,9 @@
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from quantroute.classify import RequestError, byte_entropy, classify, compile_policy
+from quantroute.classify import RequestError, RequestView, byte_entropy, classify, compile_policy
 from quantroute.policy.loader import PolicyValidationError, load_policy, parse_policy
 from quantroute.policy.model import ENTROPY_MAX, ENTROPY_UNIT
 from quantroute.tiers import Tier
@@ -163,3 +165,15 @@ def test_an_entropy_rule_at_the_top_of_the_valid_range_can_fire():
     data["rules"][0]["when"]["entropy"]["min"] = ENTROPY_MAX + 0.1
     with pytest.raises(PolicyValidationError, match=f"outside {ENTROPY_UNIT}"):
         parse_policy(yaml.safe_dump(data), "above.yaml")
+
+
+DEFAULT_POLICY = load_policy(REPO / "policies" / "policy-0001.yaml")
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(text=st.text(st.sampled_from(list("abcdefghijklmnopqrstuvwxyz0123456789{}[]()<>=+-*/ .,;:é中\n")), max_size=300)
+       | st.text(max_size=1500), lo=st.floats(0, 8), width=st.floats(0, 8))
+def test_the_entropy_bound_never_changes_a_decision(text, lo, width):
+    """A short prompt with few distinct bytes skips the entropy computation; the answer stays the same."""
+    view = RequestView({"model": "m", "prompt": text}, {}, DEFAULT_POLICY, "completion")
+    assert view.entropy_within(lo, lo + width) == (lo <= byte_entropy(text) <= lo + width)

@@ -231,14 +231,26 @@ class Decider:
         not durable (its next turn finds the pin on every replica), and never one routed against the pin."""
         fut = self.pending(route)
         if fut is not None and not fut.done():
+            # Wait without cancelling the claim (other turns may share it): a waiter released by the claim or by
+            # a timer (cheaper than wait_for(shield(...)) on every first turn).
+            loop = asyncio.get_running_loop()
+            waiter = loop.create_future()
+
+            def release(_=None) -> None:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+            fut.add_done_callback(release)
+            timer = loop.call_later(timeout_s, release)
             try:
-                await asyncio.wait_for(asyncio.shield(fut), timeout_s)
-            except TimeoutError:
+                await waiter
+            finally:
+                timer.cancel()
+                fut.remove_done_callback(release)
+            if not fut.done():
                 raise SessionPinUnavailable(f"the pin of session {route.session_key!r} was not stored within "
                                             f"{timeout_s:g}s; retry later",
-                                            headers={"Retry-After": str(self.retry_after_s)}) from None
-            except Exception:  # noqa: BLE001 - PinNotStored: reported by check_settled below
-                pass
+                                            headers={"Retry-After": str(self.retry_after_s)})
         self.check_settled(route, fut)
 
     def check_settled(self, route: Route, fut: asyncio.Future | None) -> None:

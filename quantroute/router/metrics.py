@@ -7,7 +7,9 @@ from importlib.metadata import PackageNotFoundError, version
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+from quantroute.router.requestmetrics import LATENCY_BUCKETS, RequestSeries
+
+__all__ = ["LATENCY_BUCKETS", "RouterMetrics", "build_version"]  # LATENCY_BUCKETS: the shadow metrics use them too
 
 
 def build_version() -> str:
@@ -22,15 +24,13 @@ class RouterMetrics:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
         self._node_series: set[tuple[str, str, str]] = set()
-        self._children: dict[tuple, tuple] = {}  # (tier, deployment, arm, status) -> labelled children (finished)
-        self.requests = Counter("quantroute_requests_total", "Requests routed",
-                                ["tier", "deployment", "arm", "status"], registry=r)
+        # requests, their duration, TTFT, tokens and decision time: plain numbers rendered at scrape time
+        self.series = RequestSeries()
+        r.register(self.series)
+        self.decision_seconds = self.series.decision
         self.build_info = Gauge("quantroute_build_info", "Always 1; the labels say what runs",
                                 ["version", "python"], registry=r)
         self.build_info.labels(build_version(), platform.python_version()).set(1)
-        self.decision_seconds = Histogram(
-            "quantroute_decision_seconds", "Time to decide tier and node (excluding waits)",
-            buckets=(2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2), registry=r)
         self.upstream_errors = Counter("quantroute_upstream_errors_total", "Failed upstream attempts",
                                        ["tier", "kind"], registry=r)
         self.retries = Counter("quantroute_retries_total", "Requests retried on another node", ["tier"], registry=r)
@@ -79,37 +79,13 @@ class RouterMetrics:
         self.log_buffered = Gauge("quantroute_request_log_buffered", "Request log rows waiting", registry=r)
         # For dashboards and alerts (deploy/grafana, deploy/prometheus): per-tier latency, TTFT and tokens, and
         # healthy nodes per model and tier (the alert "no healthy node for a model" needs the model label).
-        self.duration = Histogram("quantroute_request_duration_seconds", "End-to-end time of routed requests",
-                                  ["tier", "deployment"], buckets=LATENCY_BUCKETS, registry=r)
-        self.ttft = Histogram("quantroute_ttft_seconds", "Time to the first byte of the response body",
-                              ["tier", "deployment"], buckets=LATENCY_BUCKETS, registry=r)
-        self.tokens = Counter("quantroute_tokens_total", "Tokens of routed requests, as the nodes reported them",
-                              ["tier", "deployment", "kind"], registry=r)
         self.healthy_nodes = Gauge("quantroute_healthy_nodes", "Healthy nodes per model and tier",
                                    ["model", "tier"], registry=r)
 
     def finished(self, tier: str, deployment: str, arm: str, status: int, latency_s: float, out) -> None:
-        """One finished request: its count, and latency, TTFT and tokens under its tier and deployment. The
-        labelled children are looked up once per label set (`labels()` costs more than the update itself)."""
-        key = (tier, deployment, arm, status)
-        children = self._children.get(key)
-        if children is None:
-            children = self._children[key] = (
-                self.requests.labels(tier, deployment, arm, str(status)),
-                *((self.duration.labels(tier, deployment), self.ttft.labels(tier, deployment),
-                   self.tokens.labels(tier, deployment, "prompt"), self.tokens.labels(tier, deployment, "completion"))
-                  if tier else ()))
-        children[0].inc()
-        if not tier:
-            return
-        _, duration, ttft, prompt, completion = children
-        duration.observe(latency_s)
-        if out.ttft is not None:
-            ttft.observe(out.ttft)
-        if out.prompt_tokens:
-            prompt.inc(out.prompt_tokens)
-        if out.completion_tokens:
-            completion.inc(out.completion_tokens)
+        """One finished request: its count, and latency, TTFT and tokens under its tier and deployment."""
+        self.series.finished(tier, deployment, arm, status, latency_s, out.ttft, out.prompt_tokens,
+                             out.completion_tokens)
 
     def task_crashes_inc(self, task: str) -> None:
         self.task_crashes.labels(task).inc()

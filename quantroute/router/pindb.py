@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection, Engine
@@ -42,7 +43,16 @@ class ThreadedClaims:
         if self._conn is None:
             self._conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
         try:
-            return self.claims.claim(self._conn, rows, utcnow())
+            if self.engine.dialect.name != "sqlite":
+                return self.claims.claim(self._conn, rows, utcnow())
+            # sqlite3 directly (autocommit: the statement is its own transaction): SQLAlchemy's execution path
+            # cost more than the statement, in a thread that holds the GIL the event loop needs meanwhile
+            sql, params = self.claims.statement(rows, utcnow())
+            try:
+                fetched = self._conn.connection.driver_connection.execute(sql, params).fetchall()  # type: ignore[union-attr]  # a live pysqlite connection
+            except sqlite3.OperationalError as e:  # locked, busy, I/O: the database's state, not these rows'
+                raise TransientError(f"{type(e).__name__}: {e}") from e
+            return self.claims.stored(fetched)
         except Exception:
             self._drop()  # a broken or unknown-state connection is never reused
             raise

@@ -31,9 +31,11 @@ def serve(settings: RouterSettings, *, workers: int = 1, use_db: bool = True, lo
     from quantroute.router.app import create_app
 
     def run(app: Any, **more: Any) -> None:
-        # log_config=None: uvicorn's loggers go through the root logger (text or JSON lines, quantroute.logs)
+        # log_config=None: uvicorn's loggers go through the root logger (text or JSON lines, quantroute.logs);
+        # proxy_headers=False: nothing here reads the client address, and the middleware rewriting it from
+        # X-Forwarded-* ran on every request
         uvicorn.run(app, host=settings.host, port=settings.port, http="httptools", loop="uvloop", log_level=log_level,
-                    access_log=False, timeout_graceful_shutdown=5, log_config=None, **more)
+                    access_log=False, timeout_graceful_shutdown=5, log_config=None, proxy_headers=False, **more)
 
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     if workers == 1:

@@ -32,3 +32,50 @@ def test_latency_ttft_tokens_and_build_info(router):
     assert info.value == 1 and info.labels["version"]
     reasons = {s.labels["reason"]: s.value for s in m["quantroute_request_log_dropped_total"]}
     assert reasons == {"buffer_full": 0, "rejected": 0, "shutdown": 0}
+
+
+def test_request_series_render_what_prometheus_client_rendered():
+    """The per-request series are plain numbers now; scraped, they read exactly as prometheus_client's Counter
+    and Histogram rendered them (names, help, labels, buckets, counts, sums; no _created series)."""
+    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from quantroute.router.requestmetrics import DECISION_BUCKETS, LATENCY_BUCKETS, RequestSeries
+
+    ours, theirs = RequestSeries(), CollectorRegistry()
+    requests = Counter("quantroute_requests_total", "Requests routed", ["tier", "deployment", "arm", "status"],
+                       registry=theirs)
+    decision = Histogram("quantroute_decision_seconds", "Time to decide tier and node (excluding waits)",
+                         buckets=DECISION_BUCKETS, registry=theirs)
+    duration = Histogram("quantroute_request_duration_seconds", "End-to-end time of routed requests",
+                         ["tier", "deployment"], buckets=LATENCY_BUCKETS, registry=theirs)
+    ttft = Histogram("quantroute_ttft_seconds", "Time to the first byte of the response body", ["tier", "deployment"],
+                     buckets=LATENCY_BUCKETS, registry=theirs)
+    tokens = Counter("quantroute_tokens_total", "Tokens of routed requests, as the nodes reported them",
+                     ["tier", "deployment", "kind"], registry=theirs)
+    cases = [("int4", "d4", "", 200, 0.0042, 0.003, 5, 1), ("int4", "d4", "", 200, 0.005, None, None, 7),
+             ("fp16", "d16", "candidate", 502, 300.0, 0.25, 0, None), ("", "", "", 400, 0.0001, None, None, None)]
+    for tier, dep, arm, status, latency, first, prompt, completion in cases:
+        ours.finished(tier, dep, arm, status, latency, first, prompt, completion)
+        requests.labels(tier, dep, arm, str(status)).inc()
+        if tier:
+            duration.labels(tier, dep).observe(latency)
+            if first is not None:
+                ttft.labels(tier, dep).observe(first)
+            if prompt:
+                tokens.labels(tier, dep, "prompt").inc(prompt)
+            if completion:
+                tokens.labels(tier, dep, "completion").inc(completion)
+    for v in (1e-5, 2e-5, 0.00021, 0.5):
+        ours.decision.observe(v)
+        decision.observe(v)
+    mine = CollectorRegistry()
+    mine.register(ours)
+
+    def families(registry) -> dict:
+        text = generate_latest(registry).decode()
+        return {f.name: (f.documentation, f.type, sorted((s.name, sorted(s.labels.items()), s.value)
+                                                         for s in f.samples if not s.name.endswith("_created")))
+                for f in text_string_to_metric_families(text) if not f.name.endswith("_created")}
+
+    assert families(mine) == families(theirs)
