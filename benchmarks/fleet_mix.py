@@ -170,12 +170,12 @@ def run(args) -> dict:
     if not args.skip_affinity:
         turns = multi_turn(pool)
         out["affinity"] = {"off": [], "on": []}
-        for i in range(args.repeats):
+        for i in range(args.affinity_repeats):
             for mode in ("off", "on"):
                 setup = {**setups["b"], "router": {"node_affinity": mode == "on"}}
                 r = measure(setup, f"affinity-{mode}", turns, **kw)
                 out["affinity"][mode].append(r)
-                print(f"run {i + 1}/{args.repeats} multi-turn, affinity {mode}: {capacities(r)[TUNE_SLO]:,.0f} tok/s at "
+                print(f"run {i + 1}/{args.affinity_repeats} multi-turn, affinity {mode}: {capacities(r)[TUNE_SLO]:,.0f} tok/s at "
                       f"{TUNE_SLO}, prefix-cache hit rate {r.prefix_hit_rate or 0:.1%} ({time.time() - t0:.0f} s)",
                       flush=True)
     shares = [float(s) for s in args.shares.split(",")] if args.shares else []
@@ -206,18 +206,19 @@ def main() -> None:
                     help="most expected pass-rate loss in any one eval category, points, for the tuned arm (c)")
     ap.add_argument("--tune-candidates", type=int, default=2, help="grid points within the budget measured for (c)")
     ap.add_argument("--start", type=int, default=48, help="first step's concurrency")
-    ap.add_argument("--factor", type=float, default=1.45, help="concurrency ratio between steps")
-    ap.add_argument("--max-steps", type=int, default=9)
+    ap.add_argument("--factor", type=float, default=1.5, help="concurrency ratio between steps")
+    ap.add_argument("--max-steps", type=int, default=8)
     ap.add_argument("--ttft-ceiling-ms", type=float, default=10_000.0,
                     help="p95 TTFT (simulated) at which a staircase stops climbing whatever the SLO")
     ap.add_argument("--time-scale", type=float, default=4.0, help="simulated clock slowed so 2 cores keep up")
     ap.add_argument("--window", type=float, default=2.0, help="measured seconds (wall clock) per window")
     ap.add_argument("--windows", type=int, default=2, help="windows per step (the step reports their median)")
     ap.add_argument("--warmup", type=float, default=1.0, help="seconds after a step's clients are added")
-    ap.add_argument("--shares", default="0,0.3,0.6,1", help="tolerant shares of the sweep ('' = no sweep)")
+    ap.add_argument("--shares", default="0,0.6,1", help="tolerant shares of the sweep ('' = no sweep)")
     ap.add_argument("--sweep-start", type=int, default=160)
-    ap.add_argument("--sweep-max-steps", type=int, default=6)
+    ap.add_argument("--sweep-max-steps", type=int, default=5)
     ap.add_argument("--skip-affinity", action="store_true")
+    ap.add_argument("--affinity-repeats", type=int, default=2, help="runs of the multi-turn mix per affinity mode")
     ap.add_argument("--context", type=int, default=1024, help="context per sequence for the per-node figures")
     ap.add_argument("--db", default=None, help="database with the eval runs (default: a temporary SQLite file, "
                     "filled by running the paired eval on the simulator)")
