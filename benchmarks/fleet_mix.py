@@ -137,7 +137,9 @@ def _counts(pairs) -> dict[str, dict[str, int]]:
     return out
 
 
-def run(args) -> dict:
+def run(args, checkpoint) -> dict:
+    """Every phase; `checkpoint(out)` writes the report so far after each (a late phase cut short loses only
+    itself)."""
     fleet = load_fleet(REPO / "data/fleet-seed000.yaml")
     base = load_policy(REPO / "policies/policy-0001.yaml")
     mixed = with_model(load_traffic(REPO / "data/traffic/mixed.jsonl"), MODEL)
@@ -148,7 +150,8 @@ def run(args) -> dict:
     ladder = Ladder(start=args.start, factor=args.factor, max_steps=args.max_steps, queue_stop=1e9,
                     warmup_s=args.warmup, window_s=args.window, windows=args.windows, plateau_steps=2)
     kw = dict(ladder=ladder, slo=climb_slo, time_scale=args.time_scale)
-    out: dict = {"params": vars(args), "labels": LABELS}
+    out: dict = {"params": vars(args), "labels": LABELS, "sweep": {}, "headline_share": tolerant_share(mixed),
+                 "hardware": hardware_rows(fleet, args.context)}
     t0 = time.time()
     deltas = eval_deltas(fleet, arms.adapt(base, fleet), args.db)
     out["deltas"] = deltas
@@ -160,13 +163,14 @@ def run(args) -> dict:
         out["arms"]["c"].append(first_c)
     for i in range(args.repeats):
         for key in order:
-            if key == "c" and i == 0:
-                continue  # its first run is the tuning run
+            if key == "c" and i == 0 or key == "e" and i >= args.reference_repeats:
+                continue  # (c)'s first run is the tuning run; (e) is a reference
             r = measure(setups[key], key, mixed, **kw)
             out["arms"][key].append(r)
             caps = capacities(r)
             print(f"run {i + 1}/{args.repeats} {LABELS[key]}: " + ", ".join(f"{k} {v:,.0f}" for k, v in caps.items())
                   + f" ({time.time() - t0:.0f} s)", flush=True)
+    checkpoint(out)
     if not args.skip_affinity:
         turns = multi_turn(pool)
         out["affinity"] = {"off": [], "on": []}
@@ -178,27 +182,28 @@ def run(args) -> dict:
                 print(f"run {i + 1}/{args.affinity_repeats} multi-turn, affinity {mode}: {capacities(r)[TUNE_SLO]:,.0f} tok/s at "
                       f"{TUNE_SLO}, prefix-cache hit rate {r.prefix_hit_rate or 0:.1%} ({time.time() - t0:.0f} s)",
                       flush=True)
+        checkpoint(out)
     shares = [float(s) for s in args.shares.split(",")] if args.shares else []
-    out["sweep"] = {}
     if shares:
         sweep_ladder = ladder.model_copy(update={"start": args.sweep_start, "max_steps": args.sweep_max_steps})
         sweep_kw = dict(kw, ladder=sweep_ladder, slo=Slo(ttft_p95_ms=1000.0, max_error_rate=0.01, min_gain=0.03))
         mixes = {s: with_model(tolerant_mix(pool, s, requests=300, seed=i), MODEL) for i, s in enumerate(shares)}
         out["sweep_shares"] = {f"{s:g}": tolerant_share(t) for s, t in mixes.items()}
         for key in ("a", "b"):
-            runs = [(f"{key}@{s:g}#{i}", f"{key} {s:.0%}", t) for i in range(args.repeats) for s, t in mixes.items()]
+            runs = [(f"{key}@{s:g}#{i}", f"{key} {s:.0%}", t) for i in range(args.sweep_repeats)
+                    for s, t in mixes.items()]
             results = run_capacity(setups[key]["fleet"], setups[key]["policy"], runs, **sweep_kw)
             for (name, _, _), r in zip(runs, results):
                 share = name.split("@")[1].split("#")[0]
                 out["sweep"].setdefault(share, {}).setdefault(key, []).append(r)
             print(f"sweep {LABELS[key]}: done ({time.time() - t0:.0f} s)", flush=True)
-    out["hardware"] = hardware_rows(fleet, args.context)
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3, help="runs of each arm (the tables show median and range)")
+    ap.add_argument("--reference-repeats", type=int, default=1, help="runs of the reference arm (e)")
     ap.add_argument("--arms", default="abcde", help="which of the arms a..e to run (c is always tuned)")
     ap.add_argument("--quality-budget", type=float, default=0.5,
                     help="most expected pass-rate loss over all traffic, points, the tuned arm (c) may take")
@@ -206,17 +211,19 @@ def main() -> None:
                     help="most expected pass-rate loss in any one eval category, points, for the tuned arm (c)")
     ap.add_argument("--tune-candidates", type=int, default=2, help="grid points within the budget measured for (c)")
     ap.add_argument("--start", type=int, default=48, help="first step's concurrency")
-    ap.add_argument("--factor", type=float, default=1.5, help="concurrency ratio between steps")
-    ap.add_argument("--max-steps", type=int, default=8)
+    ap.add_argument("--factor", type=float, default=1.6, help="concurrency ratio between steps")
+    ap.add_argument("--max-steps", type=int, default=7)
     ap.add_argument("--ttft-ceiling-ms", type=float, default=10_000.0,
                     help="p95 TTFT (simulated) at which a staircase stops climbing whatever the SLO")
     ap.add_argument("--time-scale", type=float, default=4.0, help="simulated clock slowed so 2 cores keep up")
-    ap.add_argument("--window", type=float, default=2.0, help="measured seconds (wall clock) per window")
-    ap.add_argument("--windows", type=int, default=2, help="windows per step (the step reports their median)")
+    ap.add_argument("--window", type=float, default=3.0, help="measured seconds (wall clock) per window")
+    ap.add_argument("--windows", type=int, default=1, help="windows per step (the step reports their median)")
     ap.add_argument("--warmup", type=float, default=1.0, help="seconds after a step's clients are added")
-    ap.add_argument("--shares", default="0,0.6,1", help="tolerant shares of the sweep ('' = no sweep)")
+    ap.add_argument("--shares", default="0,1", help="tolerant shares of the sweep besides the headline's mixed.jsonl "
+                    "(60 %%, arms (a) and (b)); '' = no sweep")
+    ap.add_argument("--sweep-repeats", type=int, default=2, help="runs per sweep point")
     ap.add_argument("--sweep-start", type=int, default=160)
-    ap.add_argument("--sweep-max-steps", type=int, default=5)
+    ap.add_argument("--sweep-max-steps", type=int, default=4)
     ap.add_argument("--skip-affinity", action="store_true")
     ap.add_argument("--affinity-repeats", type=int, default=2, help="runs of the multi-turn mix per affinity mode")
     ap.add_argument("--context", type=int, default=1024, help="context per sequence for the per-node figures")
@@ -230,10 +237,13 @@ def main() -> None:
         ap.error(f"--arms: {args.arms!r}; give letters from abcde")
     t0 = time.time()
     load0 = os.getloadavg()
-    out = run(args)
-    args.out = str(args.out)
-    out["params"] = {**vars(args), "load_before": load0, "load_after": os.getloadavg()}
-    path = write_report(out, Path(args.out), time.time() - t0)
+    out_dir = Path(args.out)
+
+    def checkpoint(out: dict) -> Path:
+        params = {**vars(args), "out": str(out_dir), "load_before": load0, "load_after": os.getloadavg()}
+        return write_report({**out, "params": params}, out_dir, time.time() - t0)
+
+    path = checkpoint(run(args, checkpoint))
     print(path.read_text())
     print(f"done in {time.time() - t0:.0f} s")
 

@@ -144,10 +144,15 @@ def affinity_table(aff: dict[str, list[CapacityResult]]) -> str:
 
 
 def sweep_rows(out: dict) -> list[dict]:
+    """Per tolerant share: (a) and (b) capacities at p95 TTFT <= 1 s; the headline runs of mixed.jsonl are the
+    point at its own share."""
+    points = dict(out["sweep"])
+    if out["sweep"] and "a" in out["arms"] and "b" in out["arms"]:
+        points[f"{out['headline_share']:g}"] = {k: out["arms"][k] for k in ("a", "b")}
     rows = []
-    for share, by in sorted(out["sweep"].items(), key=lambda kv: float(kv[0])):
-        a = [r.capacity_tok_s for r in by.get("a", [])]
-        b = [r.capacity_tok_s for r in by.get("b", [])]
+    for share, by in sorted(points.items(), key=lambda kv: float(kv[0])):
+        a = [capacities(r)[TTFT_REFERENCE] for r in by.get("a", [])]
+        b = [capacities(r)[TTFT_REFERENCE] for r in by.get("b", [])]
         gains = [y / x - 1 for x, y in zip(a, b) if x > 0]
         need = statistics.median(r.needed_fp16_share for r in by.get("b", [])) if by.get("b") else 0.0
         rows.append({"share": float(share), "a": a, "b": b, "gains": gains, "need_fp16": need})
@@ -304,8 +309,9 @@ prefill. Hit rate = prefix-cache hits / queries in tokens, from the nodes' `vllm
         md += f"""
 ## Tolerant-share sweep at equal hardware, (a) vs (b)
 
-Mixes of 300 requests from all three traffic files with the given tolerant share; capacity at p95 TTFT <= 1 s
-(staircase from {p['sweep_start']} clients); {p['repeats']} runs per point.
+Mixes of 300 requests from all three traffic files with the given tolerant share (staircase from {p['sweep_start']} clients,
+{p['sweep_repeats']} runs per point), and at {out['headline_share']:.0%} the headline runs of `mixed.jsonl` ({p['repeats']} runs);
+capacity at p95 TTFT <= 1 s.
 
 {sweep_table(rows)}
 
