@@ -100,10 +100,11 @@ def arm_setups(base, fleet: Fleet) -> dict[str, dict]:
             "e": {"fleet": fleet, "policy": arms.fp16_only(base, fleet)}}
 
 
-def measure(setup: dict, name: str, traffic, **kw) -> CapacityResult:
-    [r] = run_capacity(setup["fleet"], setup["policy"], [(name, name, traffic)],
-                       router_view=setup.get("router_view"), **setup.get("router", {}), **kw)
-    return r
+def measure(setup: dict, name: str, traffic, runs: int = 1, **kw) -> list[CapacityResult]:
+    """`runs` staircases one after the other on one fleet and router (started once: on this machine a start
+    costs as much as a staircase)."""
+    return run_capacity(setup["fleet"], setup["policy"], [(name, name, traffic)] * runs,
+                        router_view=setup.get("router_view"), **setup.get("router", {}), **kw)
 
 
 def tune(base, fleet: Fleet, traffic, deltas: TierDeltas, args, kw: dict) -> tuple[dict, list[dict], CapacityResult]:
@@ -117,7 +118,7 @@ def tune(base, fleet: Fleet, traffic, deltas: TierDeltas, args, kw: dict) -> tup
                      "within": cost.overall_pts <= args.quality_budget and cost.worst_pts <= args.category_budget})
     chosen, best = None, None
     for g in [g for g in grid if g["within"]][:args.tune_candidates]:
-        r = measure({"fleet": fleet, "policy": g["point"].policy}, f"c:{g['label']}", traffic, **kw)
+        [r] = measure({"fleet": fleet, "policy": g["point"].policy}, f"c:{g['label']}", traffic, **kw)
         g["measured"] = capacities(r)
         print(f"  tuned candidate {g['label']}: INT4 share {g['int4_share']:.0%}, predicted worst loss "
               f"{g['predicted'].worst_pts:.2f} pts, {g['measured'][TUNE_SLO]:,.0f} tok/s at {TUNE_SLO}", flush=True)
@@ -148,7 +149,8 @@ def run(args, checkpoint) -> dict:
     # A ceiling far above every SLO reported: the staircase climbs until errors, a plateau or this
     climb_slo = Slo(ttft_p95_ms=args.ttft_ceiling_ms, max_error_rate=0.01, min_gain=0.03)
     ladder = Ladder(start=args.start, factor=args.factor, max_steps=args.max_steps, queue_stop=1e9,
-                    warmup_s=args.warmup, window_s=args.window, windows=args.windows, plateau_steps=2)
+                    warmup_s=args.warmup, window_s=args.window, windows=args.windows, plateau_steps=2,
+                    drain_s=args.drain)
     kw = dict(ladder=ladder, slo=climb_slo, time_scale=args.time_scale)
     out: dict = {"params": vars(args), "labels": LABELS, "sweep": {}, "headline_share": tolerant_share(mixed),
                  "hardware": hardware_rows(fleet, args.context)}
@@ -161,14 +163,13 @@ def run(args, checkpoint) -> dict:
     out["arms"] = {k: [] for k in order}
     if "c" in out["arms"]:
         out["arms"]["c"].append(first_c)
-    for i in range(args.repeats):
-        for key in order:
-            if key == "c" and i == 0 or key == "e" and i >= args.reference_repeats:
-                continue  # (c)'s first run is the tuning run; (e) is a reference
-            r = measure(setups[key], key, mixed, **kw)
+    for key in order:
+        # (c)'s first run is the tuning run; (e) is a reference
+        n = args.repeats - (key == "c") if key != "e" else args.reference_repeats
+        for r in measure(setups[key], key, mixed, runs=n, **kw) if n > 0 else []:
             out["arms"][key].append(r)
             caps = capacities(r)
-            print(f"run {i + 1}/{args.repeats} {LABELS[key]}: " + ", ".join(f"{k} {v:,.0f}" for k, v in caps.items())
+            print(f"{LABELS[key]}: " + ", ".join(f"{k} {v:,.0f}" for k, v in caps.items())
                   + f" ({time.time() - t0:.0f} s)", flush=True)
     checkpoint(out)
     if not args.skip_affinity:
@@ -177,7 +178,7 @@ def run(args, checkpoint) -> dict:
         for i in range(args.affinity_repeats):
             for mode in ("off", "on"):
                 setup = {**setups["b"], "router": {"node_affinity": mode == "on"}}
-                r = measure(setup, f"affinity-{mode}", turns, **kw)
+                [r] = measure(setup, f"affinity-{mode}", turns, **kw)
                 out["affinity"][mode].append(r)
                 print(f"run {i + 1}/{args.affinity_repeats} multi-turn, affinity {mode}: {capacities(r)[TUNE_SLO]:,.0f} tok/s at "
                       f"{TUNE_SLO}, prefix-cache hit rate {r.prefix_hit_rate or 0:.1%} ({time.time() - t0:.0f} s)",
@@ -210,18 +211,19 @@ def main() -> None:
     ap.add_argument("--category-budget", type=float, default=6.0,
                     help="most expected pass-rate loss in any one eval category, points, for the tuned arm (c)")
     ap.add_argument("--tune-candidates", type=int, default=2, help="grid points within the budget measured for (c)")
-    ap.add_argument("--start", type=int, default=48, help="first step's concurrency")
-    ap.add_argument("--factor", type=float, default=1.6, help="concurrency ratio between steps")
-    ap.add_argument("--max-steps", type=int, default=7)
+    ap.add_argument("--start", type=int, default=64, help="first step's concurrency")
+    ap.add_argument("--factor", type=float, default=1.8, help="concurrency ratio between steps")
+    ap.add_argument("--max-steps", type=int, default=5)
     ap.add_argument("--ttft-ceiling-ms", type=float, default=10_000.0,
                     help="p95 TTFT (simulated) at which a staircase stops climbing whatever the SLO")
     ap.add_argument("--time-scale", type=float, default=4.0, help="simulated clock slowed so 2 cores keep up")
-    ap.add_argument("--window", type=float, default=3.0, help="measured seconds (wall clock) per window")
+    ap.add_argument("--window", type=float, default=2.0, help="measured seconds (wall clock) per window")
     ap.add_argument("--windows", type=int, default=1, help="windows per step (the step reports their median)")
     ap.add_argument("--warmup", type=float, default=1.0, help="seconds after a step's clients are added")
     ap.add_argument("--shares", default="0,1", help="tolerant shares of the sweep besides the headline's mixed.jsonl "
                     "(60 %%, arms (a) and (b)); '' = no sweep")
     ap.add_argument("--sweep-repeats", type=int, default=2, help="runs per sweep point")
+    ap.add_argument("--drain", type=float, default=6.0, help="longest wait (s) for in-flight requests after a staircase")
     ap.add_argument("--sweep-start", type=int, default=160)
     ap.add_argument("--sweep-max-steps", type=int, default=4)
     ap.add_argument("--skip-affinity", action="store_true")

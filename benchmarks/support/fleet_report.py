@@ -247,9 +247,10 @@ Traffic: `data/traffic/mixed.jsonl` (60 % tolerant). Each run of an arm is one c
 {p['warmup']:g} s of warm-up, wall clock at time scale {p['time_scale']:g}; each step's figures are the median of its windows) that
 climbs until errors exceed 1 %, two steps in a row add < 3 % throughput, or p95 TTFT passes {p['ttft_ceiling_ms'] / 1000:g} s.
 The capacity under an SLO is the most output tok/s of a step before the first step that breaks it
-(`quantroute/loadtest/slo.py`); *throughput-bound* has no latency limit but that ceiling. {p['repeats']} runs per arm,
-interleaved (round i runs every arm once), each on a fresh fleet and router; tables give the median and the range
-(min-max) of the runs, and gains are paired run by run (round i against round i).
+(`quantroute/loadtest/slo.py`); *throughput-bound* has no latency limit but that ceiling. {p['repeats']} runs per arm
+(the reference (e): {p['reference_repeats']}), one after the other on one fleet and router per arm ((c)'s first run is its tuning run, on
+a fleet of its own); tables give the median and the range (min-max) of the runs, and gains are paired run by run
+(run i of an arm against run i of (a)).
 
 Quality cost: a paired eval of the INT4 deployment against FP16 on the golden suite (eval run {deltas.run_id}, stored in
 the DB; the simulator's answers degrade per tier and category as `data/quality.yaml` says) gives INT4's pass-rate
