@@ -31,6 +31,7 @@ from quantroute.launcher.policy import fleet_policy
 from quantroute.launcher.register import register_artifact
 from quantroute.launcher.spec import RealFleet, RealNode, load_real_fleet
 from quantroute.launcher.vllm import running_fleet, vllm_python
+from quantroute.policy.loader import validate_data
 from quantroute.policy.store import PolicyStore
 from quantroute.registrar import inspect_model_dir
 from quantroute.rollout.service import RolloutService
@@ -141,6 +142,17 @@ def policy(canary) -> dict:
     data = fleet_policy(base, model=MODEL, tiers=tiers, deployments=metadata(deps), canary=canary_spec,
                         message="real tiers on CPU")
     data["sessions"]["quiescence_s"] = 0
+    # Every greedy routed request is also answered by the other tier (bf16 -> int4, int8/int4 -> bf16) once the
+    # client has its answer: a real agreement rate between the real tiers. Evals name deployments (direct: never
+    # shadowed) and the canary's traffic is sampled (t=0.9: not eligible), so only the routed tests shadow.
+    present = [t["name"] for t in data["tiers"]]
+    pairs = [{"served": [t], "shadow": "fp16" if t != "fp16" else "int4"} for t in present
+             if "fp16" in present and "int4" in present]
+    if pairs:
+        # max_concurrent: above what one sequential client can leave in flight, so no sample is skipped as busy
+        data["shadow"] = {"rate": 1.0, "max_concurrent": 64, "max_target_load": 1000, "timeout_s": 120,
+                          "pairs": pairs}
+    validate_data(data, source="real-tier policy")  # a bad policy fails here, not as a router that cannot start
     return data
 
 
@@ -270,6 +282,51 @@ def test_policy_sends_precise_work_to_bf16_and_chatter_to_int4(stack, client):
     resp, h = ask(client, "What is the capital of Peru?", temperature=0.9)
     assert h["x-quantroute-tier"] == "int4" and "sampled-chatter" in h["x-quantroute-rules"]
     assert resp.model in (INT4, CANARY) and resp.model == h["x-quantroute-deployment"]
+
+
+def test_greedy_shadow_pairs_give_a_real_agreement_rate(stack, client):
+    need(BF16, INT4)
+    from sqlalchemy import select
+
+    from quantroute.db.engine import table_of
+    from quantroute.db.shadow_pair import ShadowPair
+    from tests.support.waiting import wait_until
+
+    items = [json.loads(line) for line in SUITE.read_text().splitlines() if line.strip()]
+    items = [it for it in items if it["category"] in ("math", "json")]
+    with stack["engine"].connect() as c:
+        before = len(c.execute(select(table_of(ShadowPair))).all())
+    served = {}
+    for it in items:
+        _resp, h = ask(client, it["prompt"], temperature=0)
+        served[h["x-quantroute-tier"]] = served.get(h["x-quantroute-tier"], 0) + 1
+    assert served.get("fp16", 0) >= len(items) // 2, served  # precise work: mostly bf16, shadowed to int4
+
+    def pairs() -> list:
+        with stack["engine"].connect() as c:
+            rows = c.execute(select(table_of(ShadowPair))).mappings().all()
+        return list(rows[before:]) if len(rows) - before >= len(items) else []
+
+    def skipped() -> str:
+        text = httpx.get(stack["url"] + "/metrics", timeout=30).text
+        return "; ".join(line for line in text.splitlines() if line.startswith("quantroute_shadow_")
+                         and not line.endswith(" 0.0"))
+
+    try:
+        rows = wait_until(pairs, what=f"{len(items)} shadow pairs", timeout=300, interval=0.5)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; router's shadow series: {skipped()}") from None
+    to_int4 = [r for r in rows if r["served_deployment"] == BF16]
+    assert to_int4 and all(r["shadow_deployment"] == INT4 and r["shadow_tier"] == "int4" for r in to_int4)
+    assert all(r["compared"] and r["shadow_status"] == 200 for r in rows), [r["shadow_error"] for r in rows]
+    agree = sum(bool(r["agree"]) for r in to_int4)
+    print(f"live agreement bf16 -> int4 (W4A8), greedy math and JSON: {agree}/{len(to_int4)} pairs agree, "
+          f"{sum(bool(r['exact']) for r in to_int4)} exactly")
+    report = cli("shadow", "report", "--db", stack["db_url"], "--policies", str(stack["tmp"] / "policies"),
+                 "--min-pairs", "5")
+    print(report.stdout)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert f"{BF16}" in report.stdout and INT4 in report.stdout
 
 
 def chat_sessions(url: str, n: int) -> list[httpx.Response]:
