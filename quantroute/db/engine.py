@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+import sqlalchemy as sa
 from sqlalchemy import Table, event, inspect
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, create_engine
+
+from quantroute.clock import aware
 
 DEFAULT_URL = "sqlite:///data/quantroute.db"
 
@@ -95,3 +99,26 @@ def stored_id(row: Stored) -> int:
 def session(engine: Engine) -> Session:
     # expire_on_commit=False: rows handed to the UI or the CLI stay readable after the commit.
     return Session(engine, expire_on_commit=False)
+
+
+def count_rows_before(engine: Engine, table: Table, before: datetime) -> int:
+    """Rows of an append-only table (a `ts` column) older than `before`: what a retention run would delete."""
+    with engine.connect() as conn:
+        q = sa.select(sa.func.count()).select_from(table).where(table.c.ts < aware(before))
+        return int(conn.execute(q).scalar_one())
+
+
+def delete_rows_before(engine: Engine, table: Table, before: datetime, *, batch: int = 10_000) -> int:
+    """Delete rows of an append-only table (a `ts` column) older than `before`, `batch` rows per transaction, so
+    a writer of the same table (and SQLite's single writer lock) waits at most one short batch. Returns the
+    number of rows deleted."""
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    total = 0
+    while True:
+        with engine.begin() as conn:
+            ids = sa.select(table.c.id).where(table.c.ts < aware(before)).order_by(table.c.id).limit(batch)
+            n = conn.execute(sa.delete(table).where(table.c.id.in_(ids.scalar_subquery()))).rowcount
+        total += n
+        if n < batch:
+            return total

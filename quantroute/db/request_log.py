@@ -5,13 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy import JSON, Column, Index
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
-from quantroute.clock import aware
-from quantroute.db.engine import table_of
+from quantroute.db.engine import count_rows_before, delete_rows_before, table_of
 
 # Values of request_log.arm (the router writes them, quantroute.router.canary): canary guards count only the first
 # two, the arms the router's hash chose; "direct" marks a request that named its deployment itself.
@@ -53,24 +51,11 @@ class RequestLog(SQLModel, table=True):
 
 
 def count_before(engine: Engine, before: datetime) -> int:
-    table = table_of(RequestLog)
-    with engine.connect() as conn:
-        q = sa.select(sa.func.count()).select_from(table).where(table.c.ts < aware(before))
-        return int(conn.execute(q).scalar_one())
+    return count_rows_before(engine, table_of(RequestLog), before)
 
 
 def prune_before(engine: Engine, before: datetime, *, batch: int = 10_000) -> int:
     """Delete request_log rows that arrived before `before`, `batch` rows per transaction, so the router's
     writer (and SQLite's single writer lock) waits at most one short batch. The per-minute rollup keeps
     their counts: prune it separately (request_stats.prune_before). Returns the number of rows deleted."""
-    if batch < 1:
-        raise ValueError(f"batch must be >= 1, got {batch}")
-    table = table_of(RequestLog)
-    total = 0
-    while True:
-        with engine.begin() as conn:
-            ids = sa.select(table.c.id).where(table.c.ts < aware(before)).order_by(table.c.id).limit(batch)
-            n = conn.execute(sa.delete(table).where(table.c.id.in_(ids.scalar_subquery()))).rowcount
-        total += n
-        if n < batch:
-            return total
+    return delete_rows_before(engine, table_of(RequestLog), before, batch=batch)

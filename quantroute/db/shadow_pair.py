@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
 from quantroute.clock import aware
-from quantroute.db.engine import table_of
+from quantroute.db.engine import count_rows_before, delete_rows_before, table_of
 
 # Columns the router's writer inserts (everything but the id), in table order.
 COLUMNS = ("ts", "request_id", "model", "policy_version", "rules", "arm", "kind", "stream", "served_tier",
@@ -77,22 +77,11 @@ def _table() -> sa.Table:
 
 def prune_before(engine: Engine, before: datetime, *, batch: int = 10_000) -> int:
     """Delete pairs older than `before`, `batch` rows per transaction (as the request log's retention)."""
-    if batch < 1:
-        raise ValueError(f"batch must be >= 1, got {batch}")
-    t, total = _table(), 0
-    while True:
-        with engine.begin() as conn:
-            ids = sa.select(t.c.id).where(t.c.ts < aware(before)).order_by(t.c.id).limit(batch)
-            n = conn.execute(sa.delete(t).where(t.c.id.in_(ids.scalar_subquery()))).rowcount
-        total += n
-        if n < batch:
-            return total
+    return delete_rows_before(engine, _table(), before, batch=batch)
 
 
 def count_before(engine: Engine, before: datetime) -> int:
-    t = _table()
-    with engine.connect() as conn:
-        return int(conn.execute(sa.select(sa.func.count()).select_from(t).where(t.c.ts < aware(before))).scalar_one())
+    return count_rows_before(engine, _table(), before)
 
 
 ANALYSIS_COLUMNS = ("id", "ts", "request_id", "model", "policy_version", "rules", "arm", "kind", "served_tier",
