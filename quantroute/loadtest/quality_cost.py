@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from quantroute.sim.quality import content_text
 from quantroute.tiers import Tier
 
 CATEGORIES = ("math", "code", "json", "structured", "multilingual", "long_context", "chat", "safety")
@@ -31,20 +32,12 @@ _MATH = re.compile(r"\b(solve|step by step|math|interest|equation|how many ways|
 _STRUCTURED = re.compile(r"\b(classify|extract|summari[sz]e|bullets|categories|table|csv)\b")
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
 def request_category(body: Mapping[str, Any]) -> str:
     """The eval category a request's task belongs to (first match: JSON output, tool calls, code, another
     language, math, a long document, extraction or classification; otherwise chat)."""
     if "messages" in body:
         msgs = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-        text = " ".join(_text(m.get("content")) for m in msgs if m.get("role") in ("system", "user"))
+        text = " ".join(content_text(m.get("content")) for m in msgs if m.get("role") in ("system", "user"))
     else:
         prompt = body.get("prompt")
         text = prompt if isinstance(prompt, str) else " ".join(map(str, prompt or []))
