@@ -18,23 +18,18 @@ from quantroute.tiers import Tier
 SEED_GAIN = 0.35  # seed 000's reported gain of tiered routing on real A100s
 
 
-def _spread(values: list[float]) -> str:
+def _spread(values: list[float], fmt: str = "{:,.0f}", between: str = "-") -> str:
     """median (min-max) of the runs; a single run alone."""
     if not values:
         return "-"
-    med = statistics.median(values)
+    med = fmt.format(statistics.median(values))
     if len(values) == 1:
-        return f"{med:,.0f}"
-    return f"{med:,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+        return med
+    return f"{med} ({fmt.format(min(values))}{between}{fmt.format(max(values))})"
 
 
 def _pct_spread(values: list[float]) -> str:
-    if not values:
-        return "-"
-    med = statistics.median(values)
-    if len(values) == 1:
-        return f"{med:+.0%}"
-    return f"{med:+.0%} ({min(values):+.0%} to {max(values):+.0%})"
+    return _spread(values, "{:+.0%}", " to ")
 
 
 def caps_by_slo(runs: list[CapacityResult]) -> dict[str, list[float]]:
