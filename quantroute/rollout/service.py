@@ -30,7 +30,7 @@ moved. So two steps from one state advance once and nothing steps after a rollba
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -39,33 +39,28 @@ from quantroute.admin_client import RouterAdmin
 from quantroute.auth import require
 from quantroute.clock import utcnow
 from quantroute.db import audit
-from quantroute.db import notification as outbox
 from quantroute.db import rollout as db
 from quantroute.db.engine import session as db_session
 from quantroute.db.engine import stored_id
-from quantroute.db.request_log import BASELINE_ARM, CANDIDATE_ARM
 from quantroute.policy.model import CanarySpec, Policy
 from quantroute.policy.store import PolicyStore
-from quantroute.rollout import activation, facts, machine, notify, versions
+from quantroute.rollout import activation, facts, machine, versions
 from quantroute.rollout import checklist as cl
 from quantroute.rollout.errors import RolloutConflict, RolloutRefused
-from quantroute.rollout.guards import GuardVerdict, Window, evaluate
+from quantroute.rollout.guards import GuardVerdict
+from quantroute.rollout.journal import RolloutJournal
 from quantroute.rollout.machine import Phase
-from quantroute.rollout.pins import release_candidate_pins
 from quantroute.rollout.status import RolloutStatus
+from quantroute.rollout.window import guard_verdict
 
 __all__ = ["RolloutConflict", "RolloutRefused", "RolloutService", "RolloutStatus"]  # callers import them here
 
 SYSTEM = activation.SYSTEM  # author of the policy versions a rollout writes
 GUARD_ACTOR = "rollout-guard"
 CONTROLLER = "controller"  # the actor of everything `quantroute controller` does
-MAX_RACES = 5  # lost compare-and-swaps before an action gives up
 # A status write younger than this is not healed yet: its own actor is normally activating it that very moment
 # (milliseconds), and healing it too would activate the same version twice.
 HEAL_GRACE_S = 1.0
-# After losing a race these actions are decided again on the fresh row (sending traffic back to the baseline
-# stays right whatever happened meanwhile); every other action is refused when the phase or step moved.
-REDECIDE = (machine.Rollback, machine.GuardBreach)
 
 
 class RolloutService:
@@ -82,6 +77,8 @@ class RolloutService:
         # Called after a traffic transition's status row committed and before its version is activated: the
         # point where a crash used to leave a rollout claiming traffic that never moved (fault injection).
         self.after_status_write = after_status_write
+        self.journal = RolloutJournal(store, router=router, clock=clock, actor_detail=self.actor_detail,
+                                      after_status_write=after_status_write)
 
     # ---- actions -----------------------------------------------------------------------------------------
 
@@ -106,7 +103,7 @@ class RolloutService:
         if by == SYSTEM:
             raise RolloutRefused(f"start refused: {SYSTEM!r} is the system's name; give a person's name")
         live = self._row(model)
-        state = self._state(live)
+        state = self.journal.state(live)
         missing = versions.missing_metadata(policy, candidate)
         pin = policy.deployments[candidate].eval_suite if candidate in policy.deployments else ""
         gate = facts.eval_gate(self.engine, spec, pin) if pin else None
@@ -115,7 +112,7 @@ class RolloutService:
                                                   eval_failed=gate.failed if gate else None))
         if isinstance(out, machine.Refusal):
             if live is not None and live.id is not None:
-                self._refused(live, by, "start", out.reason)
+                self.journal.refused(live, by, "start", out.reason)
             raise RolloutRefused(out.reason, out.allowed)
         now = self.clock()
         with db_session(self.engine) as s:
@@ -133,7 +130,7 @@ class RolloutService:
                 now_at = f"; it is {other.phase}, started by {other.started_by}" if other else ""
                 raise RolloutConflict(f"start refused: another rollout of {model!r} was started while you "
                                       f"acted{now_at}. Nothing was done.") from None
-            self._event(s, row, by, "start", None, 0.0, policy.version, policy.version, out.message)
+            self.journal.event(s, row, by, "start", None, 0.0, policy.version, policy.version, out.message)
             s.commit()
         return self.check_gate(model) if gate and gate.passing else self.status(model)
 
@@ -145,7 +142,7 @@ class RolloutService:
             gate = facts.eval_gate(self.engine, spec, policy.deployments[row.candidate].eval_suite)
             if gate.passing is None:
                 raise RolloutRefused(f"the eval gate is closed: {gate.detail}")
-            self._apply(row, by, machine.EvalPassed(run_id=gate.passing.id or 0),
+            self.journal.apply(row, by, machine.EvalPassed(run_id=gate.passing.id or 0),
                         changes={"eval_run_id": gate.passing.id})
         return self.status(model)
 
@@ -225,7 +222,7 @@ class RolloutService:
             try:
                 self._breach(row, by, v)
             except RolloutRefused:
-                now_phase = Phase(self._by_id(stored_id(row)).phase)
+                now_phase = Phase(self.journal.by_id(stored_id(row)).phase)
                 if not (now_phase.terminal or now_phase == Phase.rolling_back):
                     raise
                 # someone rolled it back (or promoted it) meanwhile: nothing left for this breach to do
@@ -236,13 +233,13 @@ class RolloutService:
             figures = {"verdict": v.model_dump(mode="json")}
             if v.status == "inconclusive":
                 if row.phase == Phase.progressing.value and not row.message.startswith("held"):
-                    self._apply(row, by, machine.GuardInconclusive(summary=v.summary), detail=figures)
+                    self.journal.apply(row, by, machine.GuardInconclusive(summary=v.summary), detail=figures)
             else:
                 spec, _ = self._spec(row)
                 dwelt = (self.clock() - row.step_at).total_seconds()
                 if (spec.auto_advance_s and row.phase == Phase.progressing.value and dwelt >= spec.auto_advance_s
                         and row.step_index < len(row.steps) - 1):
-                    self._apply(row, by, machine.DwellElapsed(guards="pass", why=v.summary), detail=figures)
+                    self.journal.apply(row, by, machine.DwellElapsed(guards="pass", why=v.summary), detail=figures)
         except RolloutConflict:
             pass  # a person acted meanwhile: the next evaluation judges the rollout as it is now
         return v
@@ -255,7 +252,7 @@ class RolloutService:
         changes: dict[str, Any] = {"breach_streak": count}
         if count >= limit:
             changes["breach"] = breach  # the verdict that rolled it back, shown with the rollout
-        self._apply(row, by, machine.GuardBreach(summary=v.summary, count=count, limit=limit),
+        self.journal.apply(row, by, machine.GuardBreach(summary=v.summary, count=count, limit=limit),
                     detail={"verdict": breach}, changes=changes)
         return count, limit
 
@@ -267,40 +264,11 @@ class RolloutService:
             if db.swap_rollout(session=s, rollout=new, revision=row.revision):
                 s.commit()
                 return new
-        return self._by_id(stored_id(row))
+        return self.journal.by_id(stored_id(row))
 
     def _verdict(self, row: db.Rollout) -> GuardVerdict:
         spec, policy = self._spec(row)
-        g, now = spec.guards, self.clock()
-        first = _at(row.history[0]) if row.history else row.step_at
-        start = max(now - timedelta(seconds=g.window_s), first)
-        cand = facts.arm_window(self.engine, model=row.model, deployment=row.candidate, arm=CANDIDATE_ARM,
-                                start=start, end=now)
-        base = facts.arm_window(self.engine, model=row.model, deployment=row.baseline, arm=BASELINE_ARM,
-                                start=start, end=now)
-        window = Window(start=start, end=now)
-        full = [h for h in row.history if h["percent"] >= 100]
-        if full and base.requests < g.min_requests:
-            # At 100% new sessions no longer reach the baseline: compare with its last window before that.
-            t100 = _at(full[-1])
-            bstart = max(t100 - timedelta(seconds=g.window_s), first)
-            base = facts.arm_window(self.engine, model=row.model, deployment=row.baseline, arm=BASELINE_ARM,
-                                    start=bstart, end=t100)
-            window = Window(start=start, end=now, baseline_start=bstart, baseline_end=t100)
-        failure = None
-        if g.require_eval_pass:
-            fresh = facts.eval_gate(self.engine, spec, policy.deployments[row.candidate].eval_suite,
-                                    since=row.started_at)
-            failure = fresh.failed
-        agreement = None
-        if g.min_live_agreement is not None:  # shadow pairs against the top tier, per arm, same windows
-            ref = policy.tier_ladder()[0].value
-            bw = (window.baseline_start or start, window.baseline_end or now)
-            agreement = (facts.agreement_window(self.engine, model=row.model, deployment=row.baseline,
-                                                arm=BASELINE_ARM, reference_tier=ref, start=bw[0], end=bw[1]),
-                         facts.agreement_window(self.engine, model=row.model, deployment=row.candidate,
-                                                arm=CANDIDATE_ARM, reference_tier=ref, start=start, end=now))
-        return evaluate(base, cand, g, window, eval_failure=failure, agreement=agreement)
+        return guard_verdict(self.engine, row, spec, policy, self.clock())
 
     # ---- reconciliation (the controller) ---------------------------------------------------------------------
 
@@ -316,9 +284,9 @@ class RolloutService:
             seen = max((e.id or 0 for e in db.events_of(session=s, rollout_id=stored_id(row))), default=0)
         if not row.converged and (self.clock() - row.updated_at).total_seconds() >= HEAL_GRACE_S:
             self._heal(row, by)
-            row = self._by_id(stored_id(row))
+            row = self.journal.by_id(stored_id(row))
         if row.phase == Phase.rolling_back.value:
-            self._finish_rollback(row, by)
+            self.journal.finish_rollback(row, by)
         elif row.phase == Phase.gated.value:
             try:
                 self.check_gate(model, by=by)
@@ -336,7 +304,7 @@ class RolloutService:
         by a later activation gets a new version at 0 % (sending traffic back is right whatever happened). Any
         other drift (a person activated another version) is not the controller's to undo."""
         if activation.observed(self.store, row):
-            self._observe(row)
+            self.journal.observe(row)
             return None
         v_active, want = self.store.active_version(), row.policy_version
         rollback = row.phase in (Phase.rolling_back.value, Phase.rolled_back.value)
@@ -345,7 +313,7 @@ class RolloutService:
             what = (f"activated policy version {want} ({row.phase} at {row.percent:g}%), written but never "
                     f"activated: version {v_active} was active")
         elif row.phase == Phase.rolling_back.value:
-            out = machine.Transition(self._state(row), True, row.message)
+            out = machine.Transition(self.journal.state(row), True, row.message)
             want, written = activation.write(self.store, row, out, "reconcile", by)
             if written:
                 activation.activate(self.store, row, want, by=by, rollback=True)
@@ -360,37 +328,11 @@ class RolloutService:
         else:
             return None
         with db_session(self.engine) as s:
-            self._event(s, row, by, "reconcile", row.phase, row.percent, v_active, want, what,
+            self.journal.event(s, row, by, "reconcile", row.phase, row.percent, v_active, want, what,
                         {"found_active": v_active, "desired": want, "phase": row.phase, "percent": row.percent})
             s.commit()
-        self._observe(row)
+        self.journal.observe(row)
         return what
-
-    def _observe(self, row: db.Rollout) -> bool:
-        if row.policy_version is None or not activation.observed(self.store, row):
-            return False
-        with db_session(self.engine) as s:
-            db.mark_observed(session=s, rollout_id=stored_id(row), version=row.policy_version)
-            s.commit()
-        return True
-
-    def _finish_rollback(self, row: db.Rollout, by: str) -> db.Rollout:
-        """rolling-back -> rolled-back once its version is observed active; then candidate pins go back to the
-        baseline. Returns the row as it stands (still rolling-back when traffic has not moved)."""
-        if row.phase != Phase.rolling_back.value or not self._observe(row):
-            return row
-        try:
-            row = self._apply(row, by, machine.TrafficMoved(version=row.policy_version or 0),
-                              detail={"observed_version": row.policy_version})
-        except RolloutRefused:
-            return self._by_id(stored_id(row))
-        released = release_candidate_pins(self.engine, model=row.model, router=self.router)
-        if released:
-            with db_session(self.engine) as s:
-                audit.record(s, actor=by, action="rollout.release_pins", subject=row.model,
-                             detail={"rollout_id": row.id, "sessions": released})
-                s.commit()
-        return row
 
     # ---- reading -----------------------------------------------------------------------------------------
 
@@ -464,12 +406,6 @@ class RolloutService:
             raise RolloutRefused(f"policy version {before.version} has no canary for {row.model!r}")
         return spec, before
 
-    @staticmethod
-    def _state(row: db.Rollout | None) -> machine.State:
-        if row is None:
-            return machine.State(None)
-        return machine.State(Phase(row.phase), tuple(row.steps), row.step_index, row.percent, row.started_by)
-
     def _advance(self, model: str, by: str, kind) -> RolloutStatus:
         """Step or promote, decided on the row as read here: if anyone moves the rollout before this write
         (an auto-advance, another person's step, a rollback), the compare-and-swap refuses it."""
@@ -485,104 +421,5 @@ class RolloutService:
                          changes={"breach_streak": 0} if row.breach_streak else None)
 
     def _act(self, row: db.Rollout, by: str, action: machine.Action, *, changes: dict | None = None) -> RolloutStatus:
-        self._apply(row, by, action, changes=changes)
+        self.journal.apply(row, by, action, changes=changes)
         return self.status(row.model)
-
-    def _by_id(self, rollout_id: int) -> db.Rollout:
-        with db_session(self.engine) as s:
-            row = db.get_rollout(session=s, rollout_id=rollout_id)
-        assert row is not None, f"rollout {rollout_id} vanished"
-        return row
-
-    def _refused(self, row: db.Rollout, by: str, name: str, reason: str) -> None:
-        with db_session(self.engine) as s:
-            s.add(db.RolloutEvent(rollout_id=stored_id(row), actor=by, action=name,
-                                  phase_before=row.phase,
-                                  phase_after=row.phase, percent_before=row.percent, percent_after=row.percent,
-                                  refused=True, message=reason))
-            s.commit()
-
-    def _apply(self, row: db.Rollout, by: str, action: machine.Action, *, detail: dict | None = None,
-               changes: dict | None = None) -> db.Rollout:
-        """Decide `action` on `row` and write the outcome as the row's next revision. A lost race re-reads the
-        row: rollbacks and breaches are decided again on it; other actions go on only if the phase and step
-        are still those they were decided on, else they are refused (`RolloutConflict`)."""
-        name = machine.action_name(action)
-        for _ in range(MAX_RACES):
-            out = machine.decide(self._state(row), action)
-            if isinstance(out, machine.Refusal):
-                self._refused(row, by, name, out.reason)
-                raise RolloutRefused(out.reason, out.allowed)
-            won = self._commit(row, by, name, out, detail, changes or {})
-            if won is not None:
-                return won
-            fresh = self._by_id(stored_id(row))
-            if not isinstance(action, REDECIDE) and (fresh.phase, fresh.step_index) != (row.phase, row.step_index):
-                reason = (f"{name} refused: rollout {row.id} changed while you acted (it was {row.phase} at "
-                          f"{row.percent:g}%, now {fresh.phase} at {fresh.percent:g}%: {fresh.message}); nothing "
-                          "was done - check its status and act again")
-                self._refused(fresh, by, name, reason)
-                raise RolloutConflict(reason, machine.allowed_actions(Phase(fresh.phase)))
-            row = fresh
-        raise RolloutConflict(f"{name} refused: rollout {row.id} kept changing ({MAX_RACES} attempts); try again")
-
-    def _commit(self, row: db.Rollout, by: str, name: str, out: machine.Transition, detail: dict | None,
-                changes: dict) -> db.Rollout | None:
-        """Write one transition: version file, then the row's compare-and-swap (with its event), then, only
-        for the winner, activation. None when another actor wrote the row first."""
-        if self._by_id(stored_id(row)).revision != row.revision:
-            return None  # already lost: write no version nobody will serve
-        new = db.Rollout(**{**row.model_dump(), **changes})
-        v_active = self.store.active_version()
-        v_after, written = (activation.write(self.store, new, out, name, by) if out.traffic
-                            else (row.policy_version, False))
-        now = self.clock()
-        new.phase, new.step_index, new.percent = out.phase.value, out.state.step_index, out.state.percent
-        new.updated_at, new.message, new.policy_version = now, out.message, v_after
-        if out.aborted:
-            new.aborted_reason = out.aborted
-        if out.traffic:
-            new.step_at = now
-            new.history = [*row.history, {"percent": new.percent, "at": now.isoformat(), "version": v_after}]
-        with db_session(self.engine) as s:
-            if not db.swap_rollout(session=s, rollout=new, revision=row.revision):
-                s.rollback()
-                return None
-            self._event(s, new, by, name, row.phase, row.percent, v_active, v_after if out.traffic else v_active,
-                        out.message, detail)
-            s.commit()
-        if self.after_status_write is not None:
-            self.after_status_write(new)
-        rolling_back = out.state.phase == Phase.rolling_back
-        if written:
-            activation.activate(self.store, new, v_after, by=by, rollback=rolling_back)  # type: ignore[arg-type]  # v_after is set whenever traffic moves
-        if out.traffic:
-            activation.settle(self.store, self.engine, rollout_id=stored_id(new), revision=new.revision, by=by)
-            self._observe(new)
-        if rolling_back:
-            return self._finish_rollback(new, by)
-        return new
-
-    def _event(self, s, row: db.Rollout, by: str, name: str, phase_before: str | None, pct_before: float,
-               v_before: int | None, v_after: int | None, message: str, detail: dict | None = None) -> None:
-        """The rollout event, its audit row (with the figures that caused it) and, for the events people want to
-        hear about, the notifications: all in the caller's transaction, so they commit with the status or not."""
-        detail = {**self.actor_detail, **(detail or {})}
-        ev = db.add_event(session=s, event=db.RolloutEvent(
-            rollout_id=stored_id(row), actor=by, action=name, phase_before=phase_before, phase_after=row.phase,
-            percent_before=pct_before, percent_after=row.percent, version_before=v_before, version_after=v_after,
-            message=message, detail=detail))
-        audit.record(s, actor=by, action=f"rollout.{name}", subject=row.model, version_before=v_before,
-                     version_after=v_after, detail={"rollout_id": row.id, "candidate": row.candidate,
-                                                    "phase": row.phase, "percent": row.percent, "message": message,
-                                                    **detail})
-        for kind in notify.kinds_for(name, row.phase):
-            outbox.enqueue(session=s, kind=kind, rollout_id=row.id, payload=notify.payload(
-                kind, model=row.model, rollout_id=row.id, candidate=row.candidate, baseline=row.baseline, actor=by,
-                action=name, at=ev.at.isoformat(), message=message, phase_before=phase_before,
-                phase_after=row.phase, percent_before=pct_before, percent_after=row.percent,
-                version_before=v_before, version_after=v_after, detail=detail))
-
-
-def _at(entry: dict) -> datetime:
-    return datetime.fromisoformat(entry["at"])
