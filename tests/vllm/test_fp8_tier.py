@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from quantroute.launcher.vllm import running_fleet, vllm_python
 from quantroute.registrar import inspect_model_dir
 from quantroute.router.settings import RouterSettings
 from quantroute.router.testing import running_router
+from tests.conftest import wait_until
 
 pytestmark = [pytest.mark.vllm, pytest.mark.llmcompressor, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -84,10 +84,8 @@ def stack(artifact, tmp_path_factory):
         reg = register_artifact(model_dir=artifact["dir"], node_url=nodes[0].url, deployment=FP8, model=MODEL,
                                 hardware="cpu", router_url=url, token=TOKEN)
         with RouterAdmin([url], TOKEN) as admin:
-            deadline = time.monotonic() + 120
-            while not all(n["healthy"] for n in admin.nodes()):
-                assert time.monotonic() < deadline, admin.nodes()
-                time.sleep(0.5)
+            wait_until(lambda: all(n["healthy"] for n in admin.nodes()),
+                       what=lambda: f"the fp8 node healthy (nodes: {admin.nodes()})", timeout=120, interval=0.5)
             yield {"url": url, "reg": reg, "nodes": admin.nodes()}
 
 

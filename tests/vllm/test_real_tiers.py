@@ -290,7 +290,6 @@ def test_greedy_shadow_pairs_give_a_real_agreement_rate(stack, client):
 
     from quantroute.db.engine import table_of
     from quantroute.db.shadow_pair import ShadowPair
-    from tests.support.waiting import wait_until
 
     items = [json.loads(line) for line in SUITE.read_text().splitlines() if line.strip()]
     items = [it for it in items if it["category"] in ("math", "json")]
