@@ -1,3 +1,4 @@
+import sys
 import threading
 
 import pytest
@@ -123,13 +124,19 @@ def test_racing_writers_one_wins_other_gets_conflict(store, monkeypatch):
     """Two writers that computed the same next number: exactly one file, one clean conflict."""
     barrier = threading.Barrier(2)
     real_versions = PolicyStore.versions
+
     waited = threading.local()
 
     def slow_versions(self):
         out = real_versions(self)
-        if threading.current_thread().name.startswith("writer") and not getattr(waited, "done", False):
+        # The read the next number is computed from (a writer's first read in write_system_version) waits for the
+        # other writer's, so both have read the same "newest" before either writes. `new` also reads the versions
+        # for its canary check, and a loser for its message: a barrier on a thread's first read of all let one
+        # writer store 2 and the other then read 2 and store 3.
+        if threading.current_thread().name.startswith("writer") and not getattr(waited, "done", False) \
+                and sys._getframe(1).f_code.co_name == "write_system_version":
             waited.done = True
-            barrier.wait(timeout=5)  # both read the same "newest" before either writes
+            barrier.wait(timeout=60)
         return out
 
     monkeypatch.setattr(PolicyStore, "versions", slow_versions)
