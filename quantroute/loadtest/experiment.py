@@ -285,8 +285,10 @@ def verdict(step: StepResult, slo: Slo) -> str | None:
 
 
 async def climb(stack: FleetStack, *, name: str, label: str, policy: Policy, traffic: Sequence[TrafficLine],
-                ladder: Ladder, slo: Slo, time_scale: float) -> CapacityResult:
-    """The staircase for one traffic mix on a running stack (see the module docstring)."""
+                ladder: Ladder, slo: Slo, time_scale: float, distinct_prompts: bool = True) -> CapacityResult:
+    """The staircase for one traffic mix on a running stack (see the module docstring). `distinct_prompts`: every
+    replay of a unit opens with its own system message, so the prefix cache never serves one replay's prompt
+    to another (real conversations differ; only a session's own turns share a prefix)."""
     node_tier = {n.id: n.deployment.tier.value for n in stack.fleet.nodes}
     results: list[RequestResult] = []
     stops: list[asyncio.Event] = []
@@ -307,7 +309,7 @@ async def climb(stack: FleetStack, *, name: str, label: str, policy: Policy, tra
             tasks.append(asyncio.create_task(replay(
                 stack.router_url, rotated(traffic, k), stop_event=stop, on_result=results.append,
                 concurrency=conc - running, client=client, run_id=f"{name}-{k}-{time.monotonic_ns() % 10**6}",
-                seed=k)))
+                seed=k, distinct_prompts=distinct_prompts)))
             running = conc
             await asyncio.sleep(ladder.first_warmup_s if k == 0 else ladder.warmup_s)
             spans = []
@@ -379,7 +381,8 @@ async def climb(stack: FleetStack, *, name: str, label: str, policy: Policy, tra
 
 def run_capacity(fleet: Fleet, policy: Policy, runs: Sequence[tuple[str, str, Sequence[TrafficLine]]], *,
                  ladder: Ladder, slo: Slo, time_scale: float, node_max_waiting: int = 2,
-                 router_view: Callable[[Fleet], Fleet] | None = None, **router_settings) -> list[CapacityResult]:
+                 router_view: Callable[[Fleet], Fleet] | None = None, distinct_prompts: bool = True,
+                 **router_settings) -> list[CapacityResult]:
     """Start the fleet and a router with `policy` once, then climb the staircase for each (name, label, traffic).
     `router_view` changes the fleet file the router reads (not the nodes); `router_settings` are RouterSettings
     fields (node_affinity, say)."""
@@ -390,7 +393,7 @@ def run_capacity(fleet: Fleet, policy: Policy, runs: Sequence[tuple[str, str, Se
 
     async def go(stack: FleetStack) -> list[CapacityResult]:
         return [await climb(stack, name=n, label=lb, policy=policy, traffic=t, ladder=ladder, slo=slo,
-                            time_scale=time_scale) for n, lb, t in runs]
+                            time_scale=time_scale, distinct_prompts=distinct_prompts) for n, lb, t in runs]
 
     # A node counts as full for the router when its batch is full (max_num_seqs) or requests queue inside it
     # (it ran out of KV room: the RTX 4090 nodes do long before 64 sequences), so load beyond that waits at

@@ -13,6 +13,11 @@ sent as `x-session-id`. Closed loop (`concurrency=N`): N workers, each sends one
 (`rate=R`): units start at Poisson arrivals, R per second on average, however many are still running.
 `replay` returns when `stop_event` is set and every unit it started has finished (a unit stops between turns
 when the event is set); cancel the task to cut in-flight requests.
+
+A file replayed over and over sends the same prompts again, which a prefix cache (vLLM's, the simulator's) serves
+from cache across units: traffic no real service sees. `distinct_prompts=True` opens every replay of a unit with
+a system message naming that replay (`Conversation <id>.`), so no two replays share a KV prefix while the turns of
+one session still do, as in real conversations.
 """
 
 from __future__ import annotations
@@ -191,9 +196,13 @@ def request_body(line: TrafficLine, *, force_stream: bool) -> dict[str, Any]:
 
 
 async def send(client: httpx.AsyncClient, base_url: str, line: TrafficLine, *, session_id: str | None,
-               session_header: str = "x-session-id", force_stream: bool = True) -> RequestResult:
-    """Send one request and time it: TTFT at the first content chunk, each chunk's arrival, usage at the end."""
+               session_header: str = "x-session-id", force_stream: bool = True,
+               tag: str | None = None) -> RequestResult:
+    """Send one request and time it: TTFT at the first content chunk, each chunk's arrival, usage at the end.
+    `tag`: a system message the request opens with (see `distinct_prompts` in the module docstring)."""
     body = request_body(line, force_stream=force_stream)
+    if tag is not None:
+        body = tagged(body, tag)
     headers = dict(line.headers)
     if session_id is not None:
         headers[session_header] = session_id
@@ -250,11 +259,21 @@ def _error_message(raw: bytes, status: int) -> str:
         return f"HTTP {status}: {raw[:200]!r}"
 
 
-def _unit_stream(all_units: list[Unit], run_id: str) -> Iterator[tuple[Unit, str | None]]:
-    """The file's units over and over; each replay of a session gets a fresh id."""
+def _unit_stream(all_units: list[Unit], run_id: str) -> Iterator[tuple[Unit, str | None, str]]:
+    """The file's units over and over; each replay of a session gets a fresh id, each replay of a unit a name."""
     for cycle in itertools.count():
-        for u in all_units:
-            yield u, (None if u.session is None else f"{u.session}.{run_id}.{cycle}")
+        for i, u in enumerate(all_units):
+            name = f"{run_id}.{cycle}.{i}"
+            yield u, (None if u.session is None else f"{u.session}.{run_id}.{cycle}"), name
+
+
+def tagged(body: dict[str, Any], tag: str) -> dict[str, Any]:
+    """`body` opening with a system message `tag` (chat) or with `tag` on a line of its own (completions)."""
+    if isinstance(body.get("messages"), list):
+        return {**body, "messages": [{"role": "system", "content": tag}, *body["messages"]]}
+    if isinstance(body.get("prompt"), str):
+        return {**body, "prompt": f"{tag}\n{body['prompt']}"}
+    return body
 
 
 async def _send_unit(client, base_url, unit: Unit, session_id: str | None, stop_event: asyncio.Event,
@@ -265,11 +284,16 @@ async def _send_unit(client, base_url, unit: Unit, session_id: str | None, stop_
         on_result(await send(client, base_url, line, session_id=session_id, **kw))
 
 
+def _unit_kw(kw: dict, name: str, distinct: bool) -> dict:
+    return {**kw, "tag": f"Conversation {name}."} if distinct else kw
+
+
 async def replay(base_url: str, traffic: Iterable[TrafficLine], *, stop_event: asyncio.Event,
                  on_result: Callable[[RequestResult], Any], concurrency: int | None = None,
                  rate: float | None = None, seed: int = 0, run_id: str | None = None,
                  client: httpx.AsyncClient | None = None, force_stream: bool = True,
-                 session_header: str = "x-session-id", timeout_s: float = 600.0) -> None:
+                 session_header: str = "x-session-id", timeout_s: float = 600.0,
+                 distinct_prompts: bool = False) -> None:
     """Replay `traffic` against `base_url` (no /v1) until `stop_event` is set; see the module docstring.
     Exactly one of `concurrency` (closed loop) or `rate` (open loop, units per second) must be given."""
     if (concurrency is None) == (rate is None):
@@ -286,23 +310,26 @@ async def replay(base_url: str, traffic: Iterable[TrafficLine], *, stop_event: a
         if concurrency is not None:
             async def worker() -> None:
                 while not stop_event.is_set():
-                    unit, sid = next(feed)
-                    await _send_unit(client, base_url, unit, sid, stop_event, on_result, **kw)
+                    unit, sid, name = next(feed)
+                    await _send_unit(client, base_url, unit, sid, stop_event, on_result,
+                                     **_unit_kw(kw, name, distinct_prompts))
             await asyncio.gather(*(worker() for _ in range(concurrency)))
         elif rate is not None:  # (exactly one of the two is set: checked above)
-            await _open_loop(client, base_url, feed, rate, random.Random(seed), stop_event, on_result, kw)
+            await _open_loop(client, base_url, feed, rate, random.Random(seed), stop_event, on_result, kw,
+                             distinct_prompts)
     finally:
         if own:
             await client.aclose()
 
 
 async def _open_loop(client, base_url, feed, rate: float, rng: random.Random, stop_event: asyncio.Event,
-                     on_result, kw: dict) -> None:
+                     on_result, kw: dict, distinct: bool) -> None:
     running: set[asyncio.Task] = set()
     try:
         while not stop_event.is_set():
-            unit, sid = next(feed)
-            t = asyncio.ensure_future(_send_unit(client, base_url, unit, sid, stop_event, on_result, **kw))
+            unit, sid, name = next(feed)
+            t = asyncio.ensure_future(_send_unit(client, base_url, unit, sid, stop_event, on_result,
+                                                 **_unit_kw(kw, name, distinct)))
             running.add(t)
             t.add_done_callback(running.discard)
             try:
