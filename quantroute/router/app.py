@@ -276,7 +276,9 @@ class Router:
         async def watch() -> None:  # a client disconnect cancels the upstream request
             while (await receive())["type"] != "http.disconnect":
                 pass
-            if not state["done"]:
+            # After the response's last byte the server answers http.disconnect too: that is a finished request
+            # (cancelling it then logged a served answer as a 499 and dropped its shadow)
+            if not state["done"] and not out.sent_all:
                 state["gone"] = True
                 task.cancel()
 

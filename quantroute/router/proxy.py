@@ -41,6 +41,9 @@ class ForwardResult:
     timed_out: bool = False  # the last failed attempt was a body read timeout
     capture: bool = False  # keep a copy of the answer sent to the client (a shadow will compare it)
     body: bytes | None = None  # that copy (None: not captured, or larger than MAX_CAPTURE_BYTES)
+    # The last byte of the response went to the server: from then on the ASGI server answers receive() with
+    # http.disconnect (the response is complete), which is no client leaving and must not cancel anything.
+    sent_all: bool = False
 
 
 def upstream_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
@@ -147,6 +150,7 @@ class Forwarder:
                 await send({"type": "http.response.start", "status": resp.status_code,
                             "headers": hdrs + response_headers(node)})
                 out.ttft = time.perf_counter() - started
+                out.sent_all = True
                 await send({"type": "http.response.body", "body": data})
                 if out.capture and len(data) <= MAX_CAPTURE_BYTES:
                     out.body = data
@@ -174,6 +178,10 @@ class Forwarder:
                 if b'"usage"' in chunk:
                     tail = chunk
                 last = chunk
+                if chunk.rstrip().endswith(b"data: [DONE]"):
+                    # The client has the whole answer: it may hang up now (the openai SDK does) while the node
+                    # is still closing its stream, and that is a served request, not a client that left
+                    out.sent_all = True
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 if kept is not None:  # a copy for the shadow comparison, bounded
                     size += len(chunk)
@@ -194,6 +202,7 @@ class Forwarder:
             sep = b"" if not last or last.endswith(b"\n\n") else b"\n\n"  # close a half-sent event first
             await send({"type": "http.response.body", "body": sep + b"data: " + err.body() + b"\n\n",
                         "more_body": True})
+        out.sent_all = True
         await send({"type": "http.response.body", "body": b""})
         if kept is not None and out.status == 200:
             out.body = b"".join(kept)

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import httpx
 import openai
+import yaml
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, StreamingResponse
+from starlette.routing import Route
 
+from quantroute.router.testing import serve_app
 from tests.conftest import wait_until
 from tests.router.conftest import (
     FP16,
@@ -198,3 +205,45 @@ def test_pinned_session_waits_for_capacity_then_is_served(make_settings, tmp_pat
         t.join(10)
         assert results[0].status_code == 200
         assert results[0].headers["x-quantroute-node"] == freed
+
+
+def test_a_client_that_hangs_up_after_done_while_the_node_still_closes_its_stream_was_served(make_settings, sim,
+                                                                                               tmp_path):
+    """The openai SDK stops reading at `data: [DONE]` and closes the connection; vLLM may end its chunked stream a
+    moment later. The router's disconnect watcher took that close for a client that left: a served stream was
+    logged and counted as a 499 (and its shadow dropped: a CI failure of tests/vllm/test_shadow_vllm.py)."""
+
+    async def chat_stream(request: Request) -> StreamingResponse:
+        async def events():
+            chunk = {"id": "c", "object": "chat.completion.chunk", "model": INT8,
+                     "choices": [{"index": 0, "delta": {"content": "hello"}, "finish_reason": "stop"}]}
+            yield f"data: {json.dumps(chunk)}\n\n".encode()
+            yield b"data: [DONE]\n\n"
+            await asyncio.sleep(0.5)  # the node still closing its stream, past the router's 0.1 s watch
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    async def ok(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("vllm:num_requests_waiting 0\nvllm:num_requests_running 0\n")
+
+    app = Starlette(routes=[Route("/health", ok), Route("/metrics", ok),
+                            Route("/v1/chat/completions", chat_stream, methods=["POST"])])
+    with serve_app(app) as node_url:
+        fleet = sim.fleet.model_dump(mode="json")
+        node = {**next(n for n in fleet["nodes"] if n["id"] == "int8-a"), "id": "int8-lingers",
+                "port": int(node_url.rsplit(":", 1)[1])}
+        path = tmp_path / "lingering-fleet.yaml"
+        path.write_text(yaml.safe_dump({**fleet, "nodes": [node]}))
+        with router_at(make_settings(fleet_file=path)) as (url, _):
+            for _ in range(3):
+                with httpx.stream("POST", f"{url}/v1/chat/completions", timeout=10, json={
+                        "model": INT8, "messages": TOLERANT, "max_tokens": 4, "stream": True}) as r:
+                    for line in r.iter_lines():
+                        if line == "data: [DONE]":
+                            break  # and close the connection, as the SDK does
+            wait_until(lambda: sum(float(ln.rsplit(" ", 1)[1]) for ln in httpx.get(f"{url}/metrics").text
+                                   .splitlines() if ln.startswith("quantroute_requests_total{")) == 3,
+                       what="three finished requests", timeout=10)
+            statuses = [ln for ln in httpx.get(f"{url}/metrics").text.splitlines()
+                        if ln.startswith("quantroute_requests_total{")]
+            assert all('status="200"' in ln for ln in statuses), statuses

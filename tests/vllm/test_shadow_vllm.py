@@ -35,7 +35,9 @@ def write_policy(policies: Path, served: str, shadow: str, model: str) -> None:
                   {"name": "int4", "deployments": {model: [shadow]}}],
         "rules": [{"name": "greedy", "weight": 6, "when": {"temperature": {"max": 0.2}}}],
         "thresholds": [{"min_score": 6, "tier": "fp16"}],
-        "shadow": {"rate": 1.0, "max_concurrent": 2, "max_target_load": 1000, "timeout_s": 120,
+        # max_concurrent above what one sequential client can leave in flight: with 2, a slow twin still answering
+        # the first two shadows made the third sampled request "busy" and it was never shadowed (a CI failure)
+        "shadow": {"rate": 1.0, "max_concurrent": 64, "max_target_load": 1000, "timeout_s": 120,
                    "pairs": [{"served": ["fp16"], "shadow": "int4"}]},
     }
     (policies / "policy-0001.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
@@ -79,7 +81,14 @@ def test_greedy_shadow_pairs_of_the_same_weights_agree_exactly(vllm_server, tmp_
                     rows = c.execute(select(table_of(ShadowPair))).mappings().all()
                 return rows if len(rows) == len(PROMPTS) else []
 
-            rows = wait_until(pairs, what=f"{len(PROMPTS)} shadow pairs", timeout=240, interval=0.5)
+            def shadow_series() -> str:  # on failure: what the router did with each sample (skipped, why, sent)
+                text = httpx.get(f"{url}/metrics", timeout=10).text
+                return f"{len(PROMPTS)} shadow pairs; router: " + "; ".join(
+                    line for line in text.splitlines()
+                    if line.startswith(("quantroute_shadow_requests_total", "quantroute_shadow_skipped_total",
+                                        "quantroute_requests_total")) and not line.endswith(" 0.0"))
+
+            rows = wait_until(pairs, what=shadow_series, timeout=240, interval=0.5)
     for r in rows:
         assert (r["served_deployment"], r["shadow_deployment"]) == (vllm_server.deployment, SHADOW_DEPLOYMENT)
         assert r["shadow_status"] == 200 and r["compared"], r["shadow_error"]
