@@ -84,7 +84,9 @@ def test_a_row_the_db_refuses_is_isolated_and_counted(engine):
 
 def test_buffer_is_bounded_in_bytes():
     drops = Drops()
-    writer = RequestLogWriter(None, max_buffered=1000, max_buffered_bytes=10_000, on_drop=drops)
+    # a database nobody flushes to (run() is not started): rows only queue
+    writer = RequestLogWriter(create_engine("sqlite://"), max_buffered=1000, max_buffered_bytes=10_000,
+                              on_drop=drops)
     for i in range(3):
         writer.add(row(f"r{i}"), nbytes=4000)
     assert len(writer.buffer) == 2 and drops.by_reason == {"buffer_full": 1}
@@ -101,3 +103,16 @@ def test_db_down_keeps_rows_and_shutdown_counts_what_it_could_not_write(tmp_path
     assert len(writer.buffer) == 5 and drops.by_reason == {}  # kept for the next try, not dropped
     asyncio.run(writer.close(timeout_s=0.5))
     assert drops.by_reason == {"shutdown": 5} and not writer.buffer
+
+
+def test_a_router_without_a_database_queues_no_rows_and_reports_no_drops(caplog):
+    """The fleet experiment's routers run without a database: their writer buffered every row, counted each past
+    the bound as dropped (buffer_full) and logged 'N rows could not be written' at every shutdown."""
+    drops = Drops()
+    writer = RequestLogWriter(None, batch_size=10, flush_interval_s=0.01, max_buffered=5, on_drop=drops)
+    for i in range(20):
+        writer.add(row(f"r{i}"), nbytes=100)
+    assert not writer.buffer and writer.buffered_bytes == 0
+    asyncio.run(writer.close(timeout_s=0.1))
+    assert drops.by_reason == {} and writer.dropped == 0
+    assert "could not be written" not in caplog.text
