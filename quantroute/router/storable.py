@@ -101,9 +101,13 @@ def bound_json(value: Any, *, max_chars: int = MAX_JSON_CHARS) -> tuple[Any, boo
     """(a copy every JSON encoder and database accepts, whether anything was cut)."""
     if _as_is(value, max_chars) is not None:
         return value, False
+    return _walk(value, max_chars)
+
+
+def _walk(value: Any, max_chars: int) -> tuple[Any, bool]:
+    """The bounding walk: (the bounded copy, whether anything was cut)."""
     budget = _Budget(max_chars)
-    out = _bound(value, 0, budget)
-    return out, budget.cut
+    return _bound(value, 0, budget), budget.cut
 
 
 def json_text(value: Any) -> str:
@@ -131,9 +135,8 @@ def storable_row(row: dict, json_columns: tuple[str, ...] = ("rules", "replay"),
             if text is not None:
                 out[k] = text.decode() if encode else v
                 continue
-            budget = _Budget(MAX_JSON_CHARS)
-            bounded = _bound(v, 0, budget)
-            if budget.cut and isinstance(bounded, dict):
+            bounded, cut = _walk(v, MAX_JSON_CHARS)  # (_as_is already said no: not bound_json, which asks again)
+            if cut and isinstance(bounded, dict):
                 bounded["truncated"] = True
             out[k] = json_text(bounded) if encode else bounded
         elif isinstance(v, str):
