@@ -30,6 +30,7 @@ from quantroute.policy.model import (
     StreamCond,
     TemperatureCond,
     ToolsCond,
+    tier_for_score,
 )
 from quantroute.policy.patterns import keyword_regex
 from quantroute.tiers import Tier, parse_tier
@@ -396,9 +397,8 @@ class CompiledPolicy:
         self.rules = [(r.name, r.weight, _compile(r.when, self.keywords)) for r in policy.rules if r.enabled]
         self._fired = [(FiredRule(name, weight), pred) for name, weight, pred in self.rules]  # shared: immutable
         self.keywords.build()
-        # score -> tier without walking the thresholds model by model: highest min_score first
-        self._thresholds = sorted(((th.min_score, th.tier) for th in policy.thresholds), key=lambda x: -x[0])
-        self._floor = policy.minimum_tier(-math.inf)  # below every threshold
+        # score -> tier from tables built once (Policy.minimum_tier would build them per request)
+        self._score_tiers, self._floor = policy.score_tiers(), policy.cheapest_tier()
         self._allow_lower = policy.headers.allow_lower
         est = policy.output_estimate
         self._long_rx = (re.compile("|".join(re.escape(w) for w in est.long_keywords), re.IGNORECASE)
@@ -424,11 +424,7 @@ class CompiledPolicy:
             if pred(view, out):
                 fired.append(rule)
                 score += rule.weight
-        tier = self._floor
-        for min_score, th_tier in self._thresholds:
-            if score >= min_score:
-                tier = th_tier
-                break
+        tier = tier_for_score(self._score_tiers, self._floor, score)
         ht = view.header_tier
         if ht is not None and (ht.rank < tier.rank or self._allow_lower):
             tier = ht  # headers may raise the minimum tier; lowering needs the policy's consent

@@ -430,13 +430,23 @@ class Policy(Strict):
 
     def minimum_tier(self, score: float) -> Tier:
         """The tier of the highest threshold the score reaches; below every threshold: the cheapest tier."""
-        best: Threshold | None = None
-        for th in self.thresholds:
-            if score >= th.min_score and (best is None or th.min_score > best.min_score):
-                best = th
-        if best is None:
-            return max(self.tier_ladder(), key=lambda t: t.rank)
-        return best.tier
+        return tier_for_score(self.score_tiers(), self.cheapest_tier(), score)
+
+    def score_tiers(self) -> tuple[tuple[float, Tier], ...]:
+        """(min_score, tier) of every threshold, highest first (equal scores: in file order)."""
+        return tuple(sorted(((th.min_score, th.tier) for th in self.thresholds), key=lambda x: -x[0]))
+
+    def cheapest_tier(self) -> Tier:
+        return max(self.tier_ladder(), key=lambda t: t.rank)
+
+
+def tier_for_score(score_tiers: tuple[tuple[float, Tier], ...], floor: Tier, score: float) -> Tier:
+    """The tier of the first (highest) threshold `score` reaches, else `floor`. The classifier keeps the two
+    tables per compiled policy and calls this per request."""
+    for min_score, tier in score_tiers:
+        if score >= min_score:
+            return tier
+    return floor
 
 
 def tier_rank_ok(ladder: list[Tier]) -> bool:
