@@ -26,7 +26,7 @@ def nested(depth: int):
 
 
 def walked(value):
-    budget = storable._Budget(storable.MAX_JSON_CHARS)  # the walk itself, not storable._walk: what it is checked against
+    budget = storable._Budget(storable.MAX_JSON_CHARS)  # the walk itself (not storable._walk, under test)
     return storable._bound(value, 0, budget), budget.cut
 
 
