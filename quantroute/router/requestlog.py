@@ -26,6 +26,7 @@ from collections.abc import Callable
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
+from sqlmodel import SQLModel
 
 from quantroute.db.engine import require_engine, table_of
 from quantroute.db.request_log import RequestLog
@@ -58,8 +59,13 @@ class _Unreachable(Exception):
 
 
 class RequestLogWriter:
-    json_columns: tuple[str, ...] = ("rules", "replay")  # columns bounded as JSON values (storable_row)
-    json_text = True  # _insert binds the JSON columns as the text storable_row encoded (once, with orjson)
+    # What a writer writes (the shadow pair writer sets its own): the table, its inserted columns in order, the
+    # columns bounded as JSON values (storable_row) and whether each batch also updates the per-minute rollup.
+    # JSON columns are bound as the text storable_row encoded (once, with orjson).
+    table_model: type[SQLModel] = RequestLog
+    columns: tuple[str, ...] = COLUMNS
+    json_columns: tuple[str, ...] = ("rules", "replay")
+    rollup = True
 
     def __init__(self, engine: Engine | None, *, batch_size: int = 500, flush_interval_s: float = 0.5,
                  max_buffered: int = 20_000, max_buffered_bytes: int = 64 * 1024 * 1024,
@@ -170,11 +176,11 @@ class RequestLogWriter:
 
     def _ready(self, row: dict) -> dict:
         """The row as stored: its replay record built (a PendingReplay from the request path), every value made
-        storable, JSON columns encoded to text when `json_text`."""
+        storable, JSON columns encoded to text."""
         replay = row.get("replay")
         if isinstance(replay, PendingReplay):
             row = {**row, "replay": replay.record()}
-        return storable_row(row, self.json_columns, encode=self.json_text)
+        return storable_row(row, self.json_columns, encode=True)
 
     def _refused(self, chunk: list[dict], chunks: list[list[dict]], e: Exception, written: int, rejected: int):
         if len(chunk) == 1:
@@ -223,7 +229,7 @@ class RequestLogWriter:
         rows = [tuple(p(r.get(c)) if p else r.get(c) for c, p in procs) for r in batch]
         # Aggregated before the transaction opens, so the DB write lock is held only for the two statements;
         # one transaction, so a failed batch (kept and retried) never leaves the rollup counting it.
-        stats = minute_stats(batch)
+        stats = minute_stats(batch) if self.rollup else []
         with require_engine(self.engine, who="the request log writer").begin() as conn:
             conn.exec_driver_sql(self._sql, rows)
             upsert_minute_stats(conn=conn, stats=stats, statement=self._upsert)
@@ -232,14 +238,14 @@ class RequestLogWriter:
         self._prepared_for = self.engine
         dialect = require_engine(self.engine, who="the request log writer").dialect
         self._upsert = upsert_statement(dialect.name)  # built once: building it per batch cost as much as running it
-        table = table_of(RequestLog)
+        table = table_of(self.table_model)
         # dialect_impl: the generic JSON type has no bind processor for psycopg (a dict would reach the driver
         # as is and fail); PostgreSQL's own JSON type wraps it
         self._procs = [(c, None if c in self.json_columns
-                        else table.c[c].type.dialect_impl(dialect).bind_processor(dialect)) for c in COLUMNS]
+                        else table.c[c].type.dialect_impl(dialect).bind_processor(dialect)) for c in self.columns]
         mark = "?" if dialect.paramstyle == "qmark" else "%s"
         # PostgreSQL casts the JSON text to the column's type; SQLite stores it as the text it is
         marks = [f"CAST({mark} AS JSON)" if c in self.json_columns and dialect.name == "postgresql" else mark
-                 for c in COLUMNS]
-        self._sql = f"INSERT INTO {table.name} ({', '.join(COLUMNS)}) VALUES ({', '.join(marks)})"
+                 for c in self.columns]
+        self._sql = f"INSERT INTO {table.name} ({', '.join(self.columns)}) VALUES ({', '.join(marks)})"
 

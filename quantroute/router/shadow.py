@@ -22,7 +22,6 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from sqlalchemy.engine import Engine
 
-from quantroute.db.engine import require_engine, table_of
 from quantroute.db.shadow_pair import COLUMNS, ShadowPair
 from quantroute.policy.model import Shadow
 from quantroute.router.canary import BASELINE, CANDIDATE
@@ -71,23 +70,10 @@ class ShadowMetrics:
 class ShadowLogWriter(RequestLogWriter):
     """The request log's batching, bounds and isolation of refused rows, into shadow_pair (and no rollup)."""
 
+    table_model = ShadowPair
+    columns = COLUMNS
     json_columns = ("rules", "bodies")
-    json_text = False  # its _insert binds JSON values through the columns' own processors
-
-    def _insert(self, batch: list[dict]) -> None:
-        if self._prepared_for is not self.engine:
-            self._prepare()
-        rows = [tuple(p(r.get(c)) if p else r.get(c) for c, p in self._procs) for r in batch]
-        with require_engine(self.engine, who="the shadow pair writer").begin() as conn:
-            conn.exec_driver_sql(self._sql, rows)
-
-    def _prepare(self) -> None:
-        self._prepared_for = self.engine
-        dialect = require_engine(self.engine, who="the shadow pair writer").dialect
-        table = table_of(ShadowPair)
-        self._procs = [(c, table.c[c].type.dialect_impl(dialect).bind_processor(dialect)) for c in COLUMNS]
-        mark = "?" if dialect.paramstyle == "qmark" else "%s"
-        self._sql = f"INSERT INTO {table.name} ({', '.join(COLUMNS)}) VALUES ({', '.join([mark] * len(COLUMNS))})"
+    rollup = False
 
 
 def eligible(spec: Shadow, data: Any, body_bytes: int) -> bool:

@@ -11,7 +11,11 @@ from sqlmodel import select
 from quantroute.clock import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
+from quantroute.db.request_stats import RequestStatsMinute
+from quantroute.db.shadow_pair import COLUMNS as SHADOW_COLUMNS
+from quantroute.db.shadow_pair import ShadowPair
 from quantroute.router.requestlog import RequestLogWriter
+from quantroute.router.shadow import ShadowLogWriter
 
 
 def test_every_column_round_trips(engine):
@@ -40,3 +44,31 @@ def test_every_column_round_trips(engine):
         row = got[want["request_id"]].model_dump(exclude={"id"})
         row["ts"] = row["ts"].replace(tzinfo=ts.tzinfo) if row["ts"].tzinfo is None else row["ts"]
         assert row == want
+
+
+def test_the_shadow_pair_writer_shares_the_mechanism_and_round_trips(engine):
+    """ShadowLogWriter is the request-log writer pointed at shadow_pair (no rollup): its JSON columns (rules,
+    bodies, or none kept) and the rest read back unchanged on both databases."""
+    ts = utcnow() - timedelta(seconds=3)
+    base = {c: None for c in SHADOW_COLUMNS} | {
+        "ts": ts, "model": "llama3-8b", "rules": ["greedy-structured"], "kind": "tier", "stream": False,
+        "served_tier": "fp16", "served_deployment": "d16", "shadow_tier": "int4", "shadow_deployment": "d4",
+        "shadow_status": 200, "compared": True}
+    rows = [base | {"request_id": "p-1", "agree": True, "exact": True, "length_ratio": 1.0,
+                    "bodies": {"request": {"messages": [{"role": "user", "content": "2 + 3 = ? « ✓ »"}]},
+                               "served": "5", "shadow": "5"}},
+            base | {"request_id": "p-2", "rules": [], "compared": False, "shadow_status": 0,
+                    "shadow_error": "no complete answer within 60s", "bodies": None}]
+    writer = ShadowLogWriter(engine, batch_size=10)
+    for r in rows:
+        writer.add(dict(r))
+    asyncio.run(writer.flush())
+    assert (writer.written, writer.dropped) == (2, 0)
+    with db_session(engine) as s:
+        got = {r.request_id: r for r in s.exec(select(ShadowPair))}
+        minutes = s.exec(select(RequestStatsMinute)).all()
+    assert not minutes  # shadow load never reaches the request rollup
+    for want in rows:
+        row = got[want["request_id"]].model_dump(exclude={"id"})
+        row["ts"] = row["ts"].replace(tzinfo=ts.tzinfo) if row["ts"].tzinfo is None else row["ts"]
+        assert {c: row[c] for c in SHADOW_COLUMNS} == {c: want[c] for c in SHADOW_COLUMNS}
