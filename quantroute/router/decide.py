@@ -95,9 +95,6 @@ class Decider:
             self._cand_cache[ck] = nodes
         return nodes
 
-    def deployments_for(self, ap: ActivePolicy, model: str, tier: Tier, arm: str | None) -> tuple[str, ...]:
-        return ap.deployments(model, tier, arm)  # memoized per policy version
-
     # -- the decision ----------------------------------------------------------------------------------------
     async def decide(self, ap: ActivePolicy, body: dict, headers: Mapping[str, str], kind: str) -> Route:
         if not isinstance(body, dict):
@@ -141,7 +138,7 @@ class Decider:
                 # tier, once, and stay there even if a later canary starts again.
                 self.pins.rearm(key, BASELINE)
                 pin.arm, pin.served_deployment = BASELINE, None
-        deps = (pin.deployment,) if pin.deployment else self.deployments_for(ap, model, tier, pin.arm)
+        deps = (pin.deployment,) if pin.deployment else ap.deployments(model, tier, pin.arm)
         route = Route(ap, model, tier, None, pin.arm, decision, key, pinned=True, from_pin=True,  # type: ignore[arg-type]  # node: picked below, set before the route is returned
                       pin_created=pin.created_at, deployments=deps)
         route.pin = pin
@@ -187,7 +184,7 @@ class Decider:
         route.direct = fixed is not None
         for i, t in enumerate(ladder):  # cheapest first; never below the decision's tier
             route.tier = t
-            route.deployments = (fixed,) if fixed else self.deployments_for(ap, model, t, arm)
+            route.deployments = (fixed,) if fixed else ap.deployments(model, t, arm)
             node = self.pick(route, set())
             if node is not None:
                 route.node, route.escalated = node, i > 0
@@ -196,7 +193,7 @@ class Decider:
                 self.on_miss()
         else:
             route.tier = tier
-            route.deployments = (fixed,) if fixed else self.deployments_for(ap, model, tier, arm)
+            route.deployments = (fixed,) if fixed else ap.deployments(model, tier, arm)
             node = await self._wait(route, policy.sessions.max_wait_ms / 1000)
             if node is None:
                 self._count_503(tier, False)

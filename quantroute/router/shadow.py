@@ -116,8 +116,7 @@ def target_for(spec: Shadow, route: Route) -> ShadowJob | None:
             if tier is not None:
                 return ShadowJob(spec, "canary", tier, (other,))
         elif route.tier in pair.served and pair.shadow is not None:
-            deps = tuple(d for d in ap.policy.deployments_for(route.model, pair.shadow)
-                         if canary is None or d != canary.candidate)
+            deps = ap.deployments(route.model, pair.shadow, None)  # no arm: the canary's candidate left out
             if deps:
                 return ShadowJob(spec, "tier", pair.shadow, deps)
     return None
