@@ -29,6 +29,7 @@ from tests.router.conftest import (
     set_faults,
     write_policy,
 )
+from tests.support.metrics import series, total
 
 HEADERS = ("x-quantroute-tier", "x-quantroute-deployment", "x-quantroute-node", "x-quantroute-policy-version",
            "x-quantroute-rules")
@@ -241,9 +242,9 @@ def test_a_client_that_hangs_up_after_done_while_the_node_still_closes_its_strea
                     for line in r.iter_lines():
                         if line == "data: [DONE]":
                             break  # and close the connection, as the SDK does
-            wait_until(lambda: sum(float(ln.rsplit(" ", 1)[1]) for ln in httpx.get(f"{url}/metrics").text
-                                   .splitlines() if ln.startswith("quantroute_requests_total{")) == 3,
-                       what="three finished requests", timeout=10)
-            statuses = [ln for ln in httpx.get(f"{url}/metrics").text.splitlines()
-                        if ln.startswith("quantroute_requests_total{")]
+            def finished() -> list[str] | None:
+                lines = series(url, "quantroute_requests_total{")
+                return lines if total(lines) == 3 else None
+
+            statuses = wait_until(finished, what="three finished requests", timeout=10)
             assert all('status="200"' in ln for ln in statuses), statuses

@@ -38,6 +38,7 @@ from quantroute.rollout.service import RolloutService
 from quantroute.router.settings import RouterSettings
 from quantroute.router.testing import running_router
 from tests.conftest import wait_until
+from tests.support.metrics import series
 
 pytestmark = [pytest.mark.vllm, pytest.mark.llmcompressor, pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -306,15 +307,11 @@ def test_greedy_shadow_pairs_give_a_real_agreement_rate(stack, client):
             rows = c.execute(select(table_of(ShadowPair))).mappings().all()
         return list(rows[before:]) if len(rows) - before >= len(items) else []
 
-    def skipped() -> str:
-        text = httpx.get(stack["url"] + "/metrics", timeout=30).text
-        return "; ".join(line for line in text.splitlines() if line.startswith("quantroute_shadow_")
-                         and not line.endswith(" 0.0"))
+    def waited_for() -> str:
+        return f"{len(items)} shadow pairs; router's shadow series: " + "; ".join(
+            series(stack["url"], "quantroute_shadow_", nonzero=True))
 
-    try:
-        rows = wait_until(pairs, what=f"{len(items)} shadow pairs", timeout=300, interval=0.5)
-    except AssertionError as e:
-        raise AssertionError(f"{e}; router's shadow series: {skipped()}") from None
+    rows = wait_until(pairs, what=waited_for, timeout=300, interval=0.5)
     to_int4 = [r for r in rows if r["served_deployment"] == BF16]
     assert to_int4 and all(r["shadow_deployment"] == INT4 and r["shadow_tier"] == "int4" for r in to_int4)
     assert all(r["compared"] and r["shadow_status"] == 200 for r in rows), [r["shadow_error"] for r in rows]

@@ -17,6 +17,7 @@ from quantroute.db.engine import init_db, make_engine, table_of
 from quantroute.db.shadow_pair import ShadowPair
 from quantroute.router.settings import RouterSettings
 from quantroute.router.testing import running_router
+from tests.support.metrics import series
 from tests.support.waiting import wait_until
 from tests.vllm.conftest import start_vllm
 
@@ -82,11 +83,9 @@ def test_greedy_shadow_pairs_of_the_same_weights_agree_exactly(vllm_server, tmp_
                 return rows if len(rows) == len(PROMPTS) else []
 
             def shadow_series() -> str:  # on failure: what the router did with each sample (skipped, why, sent)
-                text = httpx.get(f"{url}/metrics", timeout=10).text
-                return f"{len(PROMPTS)} shadow pairs; router: " + "; ".join(
-                    line for line in text.splitlines()
-                    if line.startswith(("quantroute_shadow_requests_total", "quantroute_shadow_skipped_total",
-                                        "quantroute_requests_total")) and not line.endswith(" 0.0"))
+                return f"{len(PROMPTS)} shadow pairs; router: " + "; ".join(series(
+                    url, "quantroute_shadow_requests_total", "quantroute_shadow_skipped_total",
+                    "quantroute_requests_total", nonzero=True))
 
             rows = wait_until(pairs, what=shadow_series, timeout=240, interval=0.5)
     for r in rows:
