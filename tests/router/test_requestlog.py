@@ -33,17 +33,23 @@ def test_every_column_round_trips(engine):
              "status": 503, "stream": False, "latency_ms": 1.0, "ttft_ms": None, "prompt_tokens": None,
              "completion_tokens": None, "retries": 0, "escalated": False, "error": "no capacity", "replay": None,
              "affinity": None}]
-    writer = RequestLogWriter(engine, batch_size=10)
+    got = written_and_read(RequestLogWriter(engine, batch_size=10), rows, engine, RequestLog)
+    for want in rows:
+        assert got[want["request_id"]] == want
+
+
+def written_and_read(writer, rows: list[dict], engine, model) -> dict[str, dict]:
+    """`rows` through `writer`, read back by request id as the ORM reads them (naive timestamps made aware)."""
     for r in rows:
         writer.add(dict(r))
     asyncio.run(writer.flush())
-    assert (writer.written, writer.dropped) == (2, 0)
+    assert (writer.written, writer.dropped) == (len(rows), 0)
     with db_session(engine) as s:
-        got = {r.request_id: r for r in s.exec(select(RequestLog))}
-    for want in rows:
-        row = got[want["request_id"]].model_dump(exclude={"id"})
-        row["ts"] = row["ts"].replace(tzinfo=ts.tzinfo) if row["ts"].tzinfo is None else row["ts"]
-        assert row == want
+        got = {r.request_id: r.model_dump(exclude={"id"}) for r in s.exec(select(model))}
+    for row in got.values():
+        if row["ts"].tzinfo is None:
+            row["ts"] = row["ts"].replace(tzinfo=rows[0]["ts"].tzinfo)
+    return got
 
 
 def test_the_shadow_pair_writer_shares_the_mechanism_and_round_trips(engine):
@@ -59,16 +65,8 @@ def test_the_shadow_pair_writer_shares_the_mechanism_and_round_trips(engine):
                                "served": "5", "shadow": "5"}},
             base | {"request_id": "p-2", "rules": [], "compared": False, "shadow_status": 0,
                     "shadow_error": "no complete answer within 60s", "bodies": None}]
-    writer = ShadowLogWriter(engine, batch_size=10)
-    for r in rows:
-        writer.add(dict(r))
-    asyncio.run(writer.flush())
-    assert (writer.written, writer.dropped) == (2, 0)
+    got = written_and_read(ShadowLogWriter(engine, batch_size=10), rows, engine, ShadowPair)
     with db_session(engine) as s:
-        got = {r.request_id: r for r in s.exec(select(ShadowPair))}
-        minutes = s.exec(select(RequestStatsMinute)).all()
-    assert not minutes  # shadow load never reaches the request rollup
+        assert not s.exec(select(RequestStatsMinute)).all()  # shadow load never reaches the request rollup
     for want in rows:
-        row = got[want["request_id"]].model_dump(exclude={"id"})
-        row["ts"] = row["ts"].replace(tzinfo=ts.tzinfo) if row["ts"].tzinfo is None else row["ts"]
-        assert {c: row[c] for c in SHADOW_COLUMNS} == {c: want[c] for c in SHADOW_COLUMNS}
+        assert {c: got[want["request_id"]][c] for c in SHADOW_COLUMNS} == {c: want[c] for c in SHADOW_COLUMNS}
