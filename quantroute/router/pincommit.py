@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from quantroute.router.pindb import AsyncPgClaims, ThreadedClaims, TransientError, claims_for
+from quantroute.router.pindb import Claims, TransientError, claims_for
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class PinCommitter:
                  on_batch: Callable[[int], None] | None = None) -> None:
         self._engine = engine
         self._db = claims_for(engine)  # one kept connection: no pool checkout, ping or BEGIN per batch
-        self._retired: list[ThreadedClaims | AsyncPgClaims] = []
+        self._retired: list[Claims] = []
         self.timeout_s = timeout_s
         self.max_batch = max_batch
         self.on_batch = on_batch  # (pins in the batch) -> None, for metrics

@@ -1,0 +1,111 @@
+"""Where pin claims run: on SQLite in the event loop on a connection that never waits (a batch that finds the write
+lock taken goes to a worker thread instead), and the loop keeps serving while it does."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from datetime import timedelta
+
+import pytest
+
+from quantroute.clock import utcnow
+from quantroute.db.engine import init_db, make_engine
+from quantroute.router.pincommit import PinCommitter
+from quantroute.router.pindb import SqliteClaims, ThreadedClaims, claims_for
+
+
+def row(key: str, tier: str = "int4") -> dict:
+    now = utcnow()
+    return {"session_key": key, "model": "llama3-8b", "tier": tier, "arm": None, "deployment": None,
+            "served_deployment": f"d-{tier}", "last_node": None, "policy_version": 1, "created_at": now,
+            "last_used": now, "expires_at": now + timedelta(hours=1)}
+
+
+@pytest.fixture
+def sqlite_engine(sqlite_url):
+    eng = make_engine(sqlite_url)
+    init_db(eng)
+    yield eng
+    eng.dispose()
+
+
+def test_sqlite_claims_run_in_the_loop_on_a_connection_that_neither_waits_nor_checkpoints(sqlite_engine):
+    claims = claims_for(sqlite_engine)
+    assert isinstance(claims, SqliteClaims)
+
+    async def go() -> tuple[list[dict], list[dict]]:
+        first = await claims.claim([row("a"), row("b", "fp16")], 5)
+        again = await claims.claim([row("a", "fp16")], 5)  # a live pin: the stored one comes back
+        return first, again
+
+    first, again = asyncio.run(go())
+    assert {p["session_key"]: p["tier"] for p in first} == {"a": "int4", "b": "fp16"}
+    assert again[0]["tier"] == "int4"
+    assert (claims.inline, claims.deferred) == (2, 0)
+    conn = claims._connection()
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 0
+    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0  # the log writer's connection checkpoints
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    asyncio.run(claims.aclose())
+
+
+def test_a_claim_that_finds_the_write_lock_taken_waits_in_a_thread_and_the_loop_keeps_running(sqlite_engine):
+    """Another connection (a request-log batch, another worker) holds the write lock for 0.6 s: the claim is
+    stored once it is released, and meanwhile the event loop goes on (with the claim run on the loop and a
+    busy timeout, every request of the process would have stalled)."""
+    path = sqlite_engine.url.database
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_lock() -> None:
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        locked.set()
+        release.wait(10)
+        other.execute("COMMIT")
+        other.close()
+
+    async def go() -> tuple[list[dict], int]:
+        committer = PinCommitter(sqlite_engine, timeout_s=10)
+        runner = asyncio.create_task(committer.run())
+        holder = threading.Thread(target=hold_lock)
+        holder.start()
+        await asyncio.to_thread(locked.wait, 10)
+        asyncio.get_running_loop().call_later(0.6, release.set)
+        ticks = 0
+        fut = committer.submit(row("held"))
+        while not fut.done():
+            await asyncio.sleep(0.01)
+            ticks += 1
+        assert release.is_set()  # stored only once the lock was released
+        holder.join()
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+        return [fut.result()], ticks
+
+    pins, ticks = asyncio.run(go())
+    assert pins[0]["session_key"] == "held" and pins[0]["tier"] == "int4"
+    assert ticks >= 5  # ~60 ticks of 10 ms while the lock was held (fewer on a loaded machine): the loop ran on
+    with sqlite3.connect(path) as c:
+        assert c.execute("SELECT tier FROM session_pin WHERE session_key = 'held'").fetchone() == ("int4",)
+
+
+def test_the_busy_fallback_is_counted(sqlite_engine):
+    claims = SqliteClaims(sqlite_engine)
+    path = sqlite_engine.url.database
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+
+    async def go() -> list[dict]:
+        task = asyncio.create_task(claims.claim([row("x")], 5))
+        await asyncio.sleep(0.2)
+        other.execute("COMMIT")
+        return await task
+
+    pins = asyncio.run(go())
+    other.close()
+    assert pins[0]["session_key"] == "x"
+    assert (claims.inline, claims.deferred) == (0, 1)
+    assert isinstance(claims.waiting, ThreadedClaims)
+    asyncio.run(claims.aclose())
