@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable
@@ -84,7 +85,9 @@ class RequestLogWriter:
         self.last_rejected: str | None = None  # a sample of the last row the DB refused, for the operator
         self.on_drop = on_drop
         self._wake = asyncio.Event()
-        self._sql = ""  # the INSERT for the engine in _prepared_for (set by _prepare)
+        self._head = self._row = ""  # the INSERT's parts for the engine in _prepared_for (set by _prepare)
+        self._sqls: dict[int, str] = {}  # multi-row INSERTs by row count
+        self._chunk = 1
         self._procs: list = []
         self._upsert: sa.Insert | None = None
         self._prepared_for: Engine | None = None
@@ -221,18 +224,30 @@ class RequestLogWriter:
             self._drop("shutdown", n)
 
     def _insert(self, batch: list[dict]) -> None:
-        # One driver-level executemany with the columns' own bind processors: the same values SQLAlchemy
-        # would write, at a fraction of the per-row cost (this thread competes with requests for the GIL).
+        # Multi-row INSERTs with the columns' own bind processors: the same values SQLAlchemy would write, at a
+        # fraction of the per-row cost. Not executemany: sqlite3 releases the GIL around every row's step, and
+        # a busy event loop holds it for a whole switch interval before this thread gets it back, so a 500-row
+        # batch took hundreds of GIL hand-offs (futex calls) and as many stalls of the loop. One statement per
+        # chunk releases it once.
         if self._prepared_for is not self.engine:  # the statement and bind processors are per dialect
             self._prepare()
         procs = self._procs
-        rows = [tuple(p(r.get(c)) if p else r.get(c) for c, p in procs) for r in batch]
-        # Aggregated before the transaction opens, so the DB write lock is held only for the two statements;
-        # one transaction, so a failed batch (kept and retried) never leaves the rollup counting it.
+        params = [p(r.get(c)) if p else r.get(c) for r in batch for c, p in procs]
+        # Aggregated before the transaction opens, so the DB write lock is held only for the statements; one
+        # transaction, so a failed batch (kept and retried) never leaves the rollup counting it.
         stats = minute_stats(batch) if self.rollup else []
+        width, chunk = len(procs), self._chunk
         with require_engine(self.engine, who="the request log writer").begin() as conn:
-            conn.exec_driver_sql(self._sql, rows)
+            for k in range(0, len(batch), chunk):
+                n = min(chunk, len(batch) - k)
+                conn.exec_driver_sql(self._sql_for(n), tuple(params[k * width:(k + n) * width]))
             upsert_minute_stats(conn=conn, stats=stats, statement=self._upsert)
+
+    def _sql_for(self, n: int) -> str:
+        sql = self._sqls.get(n)
+        if sql is None:
+            sql = self._sqls[n] = f"{self._head} VALUES {', '.join([self._row] * n)}"
+        return sql
 
     def _prepare(self) -> None:
         self._prepared_for = self.engine
@@ -247,5 +262,10 @@ class RequestLogWriter:
         # PostgreSQL casts the JSON text to the column's type; SQLite stores it as the text it is
         marks = [f"CAST({mark} AS JSON)" if c in self.json_columns and dialect.name == "postgresql" else mark
                  for c in self.columns]
-        self._sql = f"INSERT INTO {table.name} ({', '.join(self.columns)}) VALUES ({', '.join(marks)})"
+        self._head = f"INSERT INTO {table.name} ({', '.join(self.columns)})"
+        self._row = f"({', '.join(marks)})"
+        self._sqls = {}
+        # Rows per statement: within SQLite's bound parameters (32,766 since 3.32; 999 before) and psycopg's 65,535
+        limit = 32_766 if dialect.name != "sqlite" or sqlite3.sqlite_version_info >= (3, 32) else 999
+        self._chunk = max(1, min(self.batch_size, limit // len(self.columns)))
 

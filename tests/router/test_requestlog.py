@@ -70,3 +70,28 @@ def test_the_shadow_pair_writer_shares_the_mechanism_and_round_trips(engine):
         assert not s.exec(select(RequestStatsMinute)).all()  # shadow load never reaches the request rollup
     for want in rows:
         assert {c: got[want["request_id"]][c] for c in SHADOW_COLUMNS} == {c: want[c] for c in SHADOW_COLUMNS}
+
+
+def test_a_batch_is_inserted_with_one_statement_per_chunk_not_one_per_row(tmp_path):
+    """sqlite3 releases the GIL around every row of an executemany, and the busy event loop keeps it for a switch
+    interval each time: a 500-row batch meant hundreds of hand-offs. Rows go in multi-row INSERTs instead."""
+    from sqlalchemy import event, text
+
+    from quantroute.db.engine import init_db, make_engine
+    from quantroute.router.requestlog import RequestLogWriter
+
+    eng = make_engine(f"sqlite:///{tmp_path / 'log.db'}")
+    init_db(eng)
+    seen: list[tuple[str, bool]] = []
+    event.listen(eng, "before_cursor_execute",
+                 lambda conn, cur, stmt, params, ctx, many: seen.append((" ".join(stmt.split()[:3:2]), many)))
+    writer = RequestLogWriter(eng, batch_size=1000)
+    rows = [{"ts": utcnow(), "request_id": f"r{i}", "model": "m", "status": 200, "stream": False, "latency_ms": 1.0,
+             "retries": 0, "escalated": False, "rules": [], "replay": None} for i in range(2500)]
+    assert writer._write(rows) == (2500, 0)
+    inserts = [s for s in seen if s[0] == "INSERT request_log"]
+    assert not any(many for _, many in inserts)
+    assert len(inserts) == -(-2500 // writer._chunk) and writer._chunk > 100
+    with eng.connect() as c:
+        assert c.execute(text("SELECT count(*), count(DISTINCT request_id) FROM request_log")).one() == (2500, 2500)
+    eng.dispose()

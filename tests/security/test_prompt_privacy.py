@@ -120,3 +120,17 @@ def test_the_request_path_queues_the_replay_and_the_writer_redacts_it(make_setti
     replay = json.loads(rows[0]) if isinstance(rows[0], str) else rows[0]
     assert replay["body"]["messages"][0]["content"] == "mail [redacted]"
     assert replay["headers"] == {"x-priority": "3"} and replay["redacted"] is True
+
+
+JSONISH = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False)
+                       | SECRETISH | st.text(max_size=40),
+                       lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
+                       max_leaves=20)
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(body=st.dictionaries(st.sampled_from(["model", "messages", "prompt", "tools", "user"]), JSONISH, max_size=5))
+def test_the_whole_body_prefilter_keeps_exactly_what_the_walk_would(body):
+    from quantroute.router.privacy import _redact
+
+    assert replay_record(body, {}, storage="redacted", allow=())["body"] == _redact(body)
