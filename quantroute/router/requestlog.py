@@ -87,7 +87,9 @@ class RequestLogWriter:
         self._wake = asyncio.Event()
         self._head = self._row = ""  # the INSERT's parts for the engine in _prepared_for (set by _prepare)
         self._sqls: dict[int, str] = {}  # multi-row INSERTs by row count
-        self._chunk = 1
+        self._chunk = 0  # rows per multi-row INSERT (SQLite); 0: another way (see _prepare)
+        self._copy = ""  # the COPY statement (PostgreSQL through psycopg)
+        self._transient: tuple[type[Exception], ...] = TRANSIENT  # errors that may mean "unreachable"
         self._procs: list = []
         self._upsert: sa.Insert | None = None
         self._prepared_for: Engine | None = None
@@ -166,7 +168,7 @@ class RequestLogWriter:
             chunk = chunks.pop()
             try:
                 self._insert([clean[id(r)] for r in chunk])
-            except TRANSIENT as e:
+            except self._transient as e:
                 if not self._reachable():
                     pending = [r for c in [chunk, *reversed(chunks)] for r in c]
                     raise _Unreachable(e, pending, written, rejected) from None
@@ -224,23 +226,33 @@ class RequestLogWriter:
             self._drop("shutdown", n)
 
     def _insert(self, batch: list[dict]) -> None:
-        # Multi-row INSERTs with the columns' own bind processors: the same values SQLAlchemy would write, at a
-        # fraction of the per-row cost. Not executemany: sqlite3 releases the GIL around every row's step, and
-        # a busy event loop holds it for a whole switch interval before this thread gets it back, so a 500-row
-        # batch took hundreds of GIL hand-offs (futex calls) and as many stalls of the loop. One statement per
-        # chunk releases it once.
-        if self._prepared_for is not self.engine:  # the statement and bind processors are per dialect
+        # The columns' own bind processors: the same values SQLAlchemy would write, at a fraction of its per-row
+        # cost. How the rows travel depends on the driver (see `_prepare`): never one execution per row on SQLite,
+        # where sqlite3 releases the GIL around every row's step and the busy event loop keeps it a whole switch
+        # interval before this thread gets it back (a 500-row executemany meant hundreds of hand-offs).
+        if self._prepared_for is not self.engine:  # the statements and bind processors are per dialect
             self._prepare()
         procs = self._procs
-        params = [p(r.get(c)) if p else r.get(c) for r in batch for c, p in procs]
         # Aggregated before the transaction opens, so the DB write lock is held only for the statements; one
         # transaction, so a failed batch (kept and retried) never leaves the rollup counting it.
         stats = minute_stats(batch) if self.rollup else []
-        width, chunk = len(procs), self._chunk
         with require_engine(self.engine, who="the request log writer").begin() as conn:
-            for k in range(0, len(batch), chunk):
-                n = min(chunk, len(batch) - k)
-                conn.exec_driver_sql(self._sql_for(n), tuple(params[k * width:(k + n) * width]))
+            if self._copy:
+                # PostgreSQL: COPY, rows formatted by psycopg's C code (a multi-row INSERT of 2,000 parameters
+                # cost more to split into placeholders in psycopg's Python than to run; executemany a round of
+                # pipeline bookkeeping per row); JSON columns take their text as is
+                with conn.connection.driver_connection.cursor().copy(self._copy) as copy:  # type: ignore[union-attr]  # a psycopg connection (_prepare checked)
+                    for r in batch:
+                        copy.write_row([p(r.get(c)) if p else r.get(c) for c, p in procs])
+            elif self._chunk:
+                params = [p(r.get(c)) if p else r.get(c) for r in batch for c, p in procs]
+                width, chunk = len(procs), self._chunk
+                for k in range(0, len(batch), chunk):
+                    n = min(chunk, len(batch) - k)
+                    conn.exec_driver_sql(self._sql_for(n), tuple(params[k * width:(k + n) * width]))
+            else:
+                conn.exec_driver_sql(self._sql_for(1), [tuple(p(r.get(c)) if p else r.get(c) for c, p in procs)
+                                                        for r in batch])
             upsert_minute_stats(conn=conn, stats=stats, statement=self._upsert)
 
     def _sql_for(self, n: int) -> str:
@@ -265,7 +277,18 @@ class RequestLogWriter:
         self._head = f"INSERT INTO {table.name} ({', '.join(self.columns)})"
         self._row = f"({', '.join(marks)})"
         self._sqls = {}
-        # Rows per statement: within SQLite's bound parameters (32,766 since 3.32; 999 before) and psycopg's 65,535
-        limit = 32_766 if dialect.name != "sqlite" or sqlite3.sqlite_version_info >= (3, 32) else 999
-        self._chunk = max(1, min(self.batch_size, limit // len(self.columns)))
+        # SQLite: multi-row INSERTs, within its bound on parameters (32,766 since 3.32; 999 before); PostgreSQL
+        # through psycopg: COPY; any other driver: executemany of the one-row INSERT (_chunk 0)
+        self._copy = ""
+        self._chunk = 0
+        self._transient = TRANSIENT
+        if dialect.name == "sqlite":
+            limit = 32_766 if sqlite3.sqlite_version_info >= (3, 32) else 999
+            self._chunk = max(1, min(self.batch_size, limit // len(self.columns)))
+        elif dialect.name == "postgresql" and dialect.driver == "psycopg":
+            import psycopg
+
+            # COPY runs on the psycopg cursor itself: its errors arrive unwrapped by SQLAlchemy
+            self._transient = (*TRANSIENT, psycopg.OperationalError, psycopg.InterfaceError)
+            self._copy = f"COPY {table.name} ({', '.join(self.columns)}) FROM STDIN"
 

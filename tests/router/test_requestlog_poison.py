@@ -116,3 +116,38 @@ def test_a_router_without_a_database_queues_no_rows_and_reports_no_drops(caplog)
     asyncio.run(writer.close(timeout_s=0.1))
     assert drops.by_reason == {} and writer.dropped == 0
     assert "could not be written" not in caplog.text
+
+
+def test_a_postgres_outage_during_copy_keeps_the_rows_for_the_next_try(pg_url):
+    """PostgreSQL batches go in by COPY on psycopg's own cursor, whose errors SQLAlchemy does not wrap: while
+    every connection dies as its transaction begins (an outage), a batch is kept whole, not split into rows
+    dropped as refused; once the database is back every row is stored."""
+    from sqlalchemy import event, text
+
+    from quantroute.db.engine import init_db, make_engine
+
+    engine = make_engine(pg_url)
+    init_db(engine)
+    outage, killed = [True], [0]
+
+    def kill(conn) -> None:  # the transaction just began: its connection dies under it
+        if outage[0]:
+            pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+            killed[0] += 1
+            with make_engine(pg_url).connect() as other:
+                other.execute(text("SELECT pg_terminate_backend(:p)"), {"p": pid})
+
+    event.listen(engine, "begin", kill)
+    drops = Drops()
+    writer = RequestLogWriter(engine, batch_size=50, on_drop=drops)
+    for i in range(20):
+        writer.add(row(f"r{i}", replay={"body": {"messages": [{"role": "user", "content": f"q{i}"}]}}))
+    asyncio.run(writer.flush())
+    assert killed[0] >= 1 and len(writer.buffer) == 20 and drops.by_reason == {}  # kept, none refused
+    outage[0] = False
+    asyncio.run(writer.flush())
+    assert not writer.buffer and drops.by_reason == {}
+    got = stored(engine)
+    assert sorted(got) == sorted(f"r{i}" for i in range(20))
+    assert got["r3"].replay == {"body": {"messages": [{"role": "user", "content": "q3"}]}}
+    engine.dispose()
