@@ -53,14 +53,17 @@ wrk.body = [[%s]]
 wrk.headers["Content-Type"] = "application/json"
 """
 LUA_FIXED = 'wrk.headers["x-session-id"] = "%s"\n'
-# A fresh session per request; the tag is new per wrk run and the thread number keeps wrk threads apart.
+# A fresh session per request, its id random as real clients' ids are (UUIDs): consecutive ids would land next to
+# each other in the pin table's and the request log's indexes, a kinder write pattern than production's. The tag
+# is new per wrk run and the thread number keeps wrk threads apart.
 LUA_NEW = """
 local threads = 0
 setup = function(thread) threads = threads + 1; thread:set("tid", threads) end
 local counter = 0
 request = function()
   counter = counter + 1
-  wrk.headers["x-session-id"] = "%s-" .. tostring(tid) .. "-" .. counter
+  wrk.headers["x-session-id"] = string.format("%%08x%%08x-%s-%%d-%%d", math.random(0, 0x7fffffff),
+    math.random(0, 0x7fffffff), tid, counter)
   return wrk.format()
 end
 """
