@@ -131,6 +131,24 @@ def ttfb_ms(port: int, path: str, body: bytes, mode: str, n: int = 200) -> float
     return statistics.median(samples)
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time of a process and its descendants (a router's workers), every thread included."""
+    if pid is None:
+        return 0.0
+    tick, total, todo = os.sysconf("SC_CLK_TCK"), 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2:].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):  # gone meanwhile
+            continue
+    return total
+
+
 def start(cmd: list[str], env=None, log: Path | None = None) -> subprocess.Popen:
     """A child process; its output goes to `log` (a file: a full pipe would stall it) or nowhere."""
     out = log.open("ab") if log is not None else subprocess.DEVNULL
@@ -154,16 +172,21 @@ class Bench:
         self.profiled: subprocess.Popen | None = None  # the router process py-spy attaches to
 
     def measure(self, label: str, port: int, path: str = "/v1/chat/completions", mode: str = "none",
-                **tags) -> dict:
+                pid: int | None = None, **tags) -> dict:
+        """`pid`: the target's process, whose CPU time (with its workers') per request at c=32 is reported: a
+        figure that moves much less with the machine's load than req/s does."""
         url = f"http://127.0.0.1:{port}{path}"
         run_wrk(url, lua_script(self.tmp, self.body, mode), 8, 1)  # warm-up: connections, caches, pins
         c1 = run_wrk(url, lua_script(self.tmp, self.body, mode), 1, self.seconds)
         spy = self._profile(f"{label}-{mode}".replace(" ", "_"))
+        cpu0 = cpu_seconds(pid)
         c32 = run_wrk(url, lua_script(self.tmp, self.body, mode), 32, self.seconds)
+        cpu = cpu_seconds(pid) - cpu0 if pid is not None else None
         if spy is not None:
             spy.wait(60)
         return {"label": label, "mode": mode, **tags, "p50_ms": c1["p50_ms"], "p99_ms": c1["p99_ms"],
-                "rps32": c32["rps"], "errors": c1["errors"] + c32["errors"],
+                "rps32": c32["rps"], "cpu_us": cpu / c32["requests"] * 1e6 if cpu is not None else None,
+                "errors": c1["errors"] + c32["errors"],
                 "timeouts": c1["timeouts"] + c32["timeouts"],
                 "ttfb_ms": ttfb_ms(port, path, self.stream_body, mode)}
 
@@ -257,7 +280,7 @@ def run_router(bench: Bench, bports: list[int], db: Database, workers: int, mode
         time.sleep(1.0)
         bench.profiled = proc
         label = f"quantroute {db.kind} w{workers}"
-        rows = [bench.measure(label, rport, mode=m, db=db.kind, workers=workers) for m in modes]
+        rows = [bench.measure(label, rport, mode=m, pid=proc.pid, db=db.kind, workers=workers) for m in modes]
         logged, pins = db.counts()
         for r in rows:
             r["logged"], r["pins"] = logged, pins
@@ -305,7 +328,7 @@ def main() -> None:
             wait_port(p)
         for rnd in range(args.rounds):
             print(f"== round {rnd + 1}/{args.rounds}", flush=True)
-            results.append({**bench.measure("direct (backend)", bports[0]), "round": rnd})
+            results.append({**bench.measure("direct (backend)", bports[0], pid=backends[0].pid), "round": rnd})
             for spec in dbs:
                 for w in workers:
                     with Database(spec, tmp) as db:
@@ -339,7 +362,7 @@ def report(results: list[dict], *, rounds: int, peers: bool = False) -> None:
     print(f"\nmachine: {os.cpu_count()} cores shared with the load generator (wrk, 1 thread) and other work: "
           f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end. Medians of {rounds} round(s).")
     print(f"{'target':<24}{'sessions':<9}{'p50 ms':>8}{'+p50':>7}{'p99 ms':>8}{'req/s@32':>10}{'spread':>13}"
-          f"{'x none':>7}{'x direct':>9}{'+TTFB':>7}{'errors':>7}{'t/o':>5}{'pins':>8}")
+          f"{'x none':>7}{'x direct':>9}{'CPU us':>8}{'+TTFB':>7}{'errors':>7}{'t/o':>5}{'pins':>8}")
     for (label, mode), rows in groups.items():
         if "unavailable" in rows[0]:
             print(f"{label:<24}  not measured: {rows[0]['unavailable']}")
@@ -355,8 +378,11 @@ def report(results: list[dict], *, rounds: int, peers: bool = False) -> None:
         x_none = statistics.median(r["rps32"] / b["rps32"] for r, b in zip(rows, base))
         x_direct = statistics.median(r["rps32"] / d["rps32"] for r, d in zip(rows, direct))
         pins = str(rows[-1]["pins"]) if "pins" in rows[-1] else "-"
+        cpus = [r["cpu_us"] for r in rows if r.get("cpu_us") is not None]
+        cpu = f"{statistics.median(cpus):.0f}" if cpus else "-"
         print(f"{label:<24}{mode:<9}{med('p50_ms'):>8.3f}{add_p50:>7.3f}{med('p99_ms'):>8.3f}{med('rps32'):>10.0f}"
-              f"{_spread([r['rps32'] for r in rows], '{:.0f}'):>13}{x_none:>7.2f}{x_direct:>9.2f}{add_ttfb:>7.3f}"
+              f"{_spread([r['rps32'] for r in rows], '{:.0f}'):>13}{x_none:>7.2f}{x_direct:>9.2f}{cpu:>8}"
+              f"{add_ttfb:>7.3f}"
               f"{sum(r['errors'] for r in rows):>7}{sum(r['timeouts'] for r in rows):>5}{pins:>8}")
     if peers:
         from support.peers import REFERENCE
@@ -364,7 +390,8 @@ def report(results: list[dict], *, rounds: int, peers: bool = False) -> None:
         print("reference figures from issue #4 (not measured here): "
               + "; ".join(f"{k} {v}" for k, v in REFERENCE.items()))
     print("+p50/+TTFB: added to the direct run of the same round (ms). x none: req/s@32 over the same "
-          "configuration's no-session mode. pins: session_pin rows the last round's router left.")
+          "configuration's no-session mode. CPU us: the target's CPU time (all its processes and threads) per "
+          "request at c=32. pins: session_pin rows the last round's router left.")
     print("targets (issue #13): new sessions within 1.3x of none; >= 3,500 req/s@32; +p50 <= 0.35 ms; "
           "p99 <= 2 ms at c=1; no timeouts")
 
