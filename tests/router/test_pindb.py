@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 from quantroute.clock import utcnow
-from quantroute.db.engine import init_db, make_engine
+from quantroute.db.engine import make_engine
 from quantroute.router.pincommit import PinCommitter
 from quantroute.router.pindb import SqliteClaims, ThreadedClaims, claims_for
 
@@ -24,9 +24,8 @@ def row(key: str, tier: str = "int4") -> dict:
 
 
 @pytest.fixture
-def sqlite_engine(sqlite_url):
+def sqlite_engine(sqlite_url):  # the file is at the schema already
     eng = make_engine(sqlite_url)
-    init_db(eng)
     yield eng
     eng.dispose()
 
