@@ -15,7 +15,7 @@ from typing import Any
 import ahocorasick
 import numpy as np
 
-from quantroute.policy.model import (
+from quantroute.policy.condition import (
     AllCond,
     AnyCond,
     EntropyCond,
@@ -23,15 +23,14 @@ from quantroute.policy.model import (
     LatencyBudgetCond,
     NotCond,
     OutputTokensCond,
-    Policy,
     PriorityCond,
     PromptCharsCond,
     ResponseFormatCond,
     StreamCond,
     TemperatureCond,
     ToolsCond,
-    tier_for_score,
 )
+from quantroute.policy.model import Policy, tier_for_score
 from quantroute.policy.patterns import keyword_regex
 from quantroute.tiers import Tier, parse_tier
 
@@ -192,7 +191,7 @@ BOUND_SAMPLE = 256  # up to this many bytes, counting distinct values first is c
 
 
 def byte_entropy(text: str) -> float:
-    """Shannon entropy of the text's UTF-8 bytes, in bits per byte (policy.model.ENTROPY_UNIT; prose ~4.2,
+    """Shannon entropy of the text's UTF-8 bytes, in bits per byte (policy.condition.ENTROPY_UNIT; prose ~4.2,
     code/math/JSON ~4.6-5.2, at most log2(243) = 7.92: UTF-8 never uses 13 of the 256 byte values).
     Long prompts are estimated from their first and last 512 bytes: the figure converges long before
     32 KB and the classifier must stay in microseconds."""

@@ -4,8 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quantroute.classify import RequestError, RequestView, byte_entropy, classify, compile_policy
+from quantroute.policy.condition import ENTROPY_MAX, ENTROPY_UNIT
 from quantroute.policy.loader import PolicyValidationError, load_policy, parse_policy
-from quantroute.policy.model import ENTROPY_MAX, ENTROPY_UNIT
 from quantroute.tiers import Tier
 from tests.conftest import REPO
 

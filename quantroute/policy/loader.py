@@ -13,7 +13,8 @@ import yaml
 from pydantic import ValidationError
 
 from quantroute import yamlsafe
-from quantroute.policy.model import CONDITION_KINDS, Policy
+from quantroute.policy.condition import CONDITION_KINDS
+from quantroute.policy.model import Policy
 from quantroute.tiers import TIER_ORDER
 
 
