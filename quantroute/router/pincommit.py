@@ -1,4 +1,4 @@
-"""Group commit of new session pins: many first turns, one transaction, one thread hop.
+"""Group commit of new session pins: many first turns, one statement and one transaction per batch.
 
 A request that starts a session hands its pin here and goes on to forward at once; whatever pins arrived while
 the previous batch was being written go out together in the next one (`claim_pins`: one statement that reads

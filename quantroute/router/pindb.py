@@ -86,7 +86,7 @@ class SqliteClaims:
         self.claims = PinClaims(engine.dialect)
         self.waiting = ThreadedClaims(engine)
         self._conn: sqlite3.Connection | None = None
-        self.inline = 0  # batches written in the loop / handed to the thread (tests and the benchmark read them)
+        self.inline = 0  # batches written in the loop / handed to the thread (what tests read)
         self.deferred = 0
 
     def _connection(self) -> sqlite3.Connection:

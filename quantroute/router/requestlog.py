@@ -87,9 +87,8 @@ class RequestLogWriter:
         self._wake = asyncio.Event()
         self._head = self._row = ""  # the INSERT's parts for the engine in _prepared_for (set by _prepare)
         self._sqls: dict[int, str] = {}  # multi-row INSERTs by row count
-        self._chunk = 0  # rows per multi-row INSERT (SQLite); 0: another way (see _prepare)
-        self._copy = ""  # the COPY statement (PostgreSQL through psycopg)
-        self._transient: tuple[type[Exception], ...] = TRANSIENT  # errors that may mean "unreachable"
+        self._chunk = 1  # rows per multi-row INSERT (set by _prepare)
+        self._copy = ""  # the COPY statement, when the driver is psycopg (set by _prepare)
         self._procs: list = []
         self._upsert: sa.Insert | None = None
         self._prepared_for: Engine | None = None
@@ -168,7 +167,7 @@ class RequestLogWriter:
             chunk = chunks.pop()
             try:
                 self._insert([clean[id(r)] for r in chunk])
-            except self._transient as e:
+            except TRANSIENT as e:
                 if not self._reachable():
                     pending = [r for c in [chunk, *reversed(chunks)] for r in c]
                     raise _Unreachable(e, pending, written, rejected) from None
@@ -227,32 +226,28 @@ class RequestLogWriter:
 
     def _insert(self, batch: list[dict]) -> None:
         # The columns' own bind processors: the same values SQLAlchemy would write, at a fraction of its per-row
-        # cost. How the rows travel depends on the driver (see `_prepare`): never one execution per row on SQLite,
-        # where sqlite3 releases the GIL around every row's step and the busy event loop keeps it a whole switch
-        # interval before this thread gets it back (a 500-row executemany meant hundreds of hand-offs).
+        # cost. Never one execution per row: sqlite3 releases the GIL around every row's step and the busy event
+        # loop keeps it a whole switch interval before this thread gets it back (a 500-row executemany meant
+        # hundreds of hand-offs). How the rows travel is chosen per driver in `_prepare`.
         if self._prepared_for is not self.engine:  # the statements and bind processors are per dialect
             self._prepare()
         procs = self._procs
         # Aggregated before the transaction opens, so the DB write lock is held only for the statements; one
         # transaction, so a failed batch (kept and retried) never leaves the rollup counting it.
         stats = minute_stats(batch) if self.rollup else []
+        rows = [[p(r.get(c)) if p else r.get(c) for c, p in procs] for r in batch]
         with require_engine(self.engine, who="the request log writer").begin() as conn:
             if self._copy:
                 # PostgreSQL: COPY, rows formatted by psycopg's C code (a multi-row INSERT of 2,000 parameters
                 # cost more to split into placeholders in psycopg's Python than to run; executemany a round of
                 # pipeline bookkeeping per row); JSON columns take their text as is
                 with conn.connection.driver_connection.cursor().copy(self._copy) as copy:  # type: ignore[union-attr]  # a psycopg connection (_prepare checked)
-                    for r in batch:
-                        copy.write_row([p(r.get(c)) if p else r.get(c) for c, p in procs])
-            elif self._chunk:
-                params = [p(r.get(c)) if p else r.get(c) for r in batch for c, p in procs]
-                width, chunk = len(procs), self._chunk
-                for k in range(0, len(batch), chunk):
-                    n = min(chunk, len(batch) - k)
-                    conn.exec_driver_sql(self._sql_for(n), tuple(params[k * width:(k + n) * width]))
+                    for row in rows:
+                        copy.write_row(row)
             else:
-                conn.exec_driver_sql(self._sql_for(1), [tuple(p(r.get(c)) if p else r.get(c) for c, p in procs)
-                                                        for r in batch])
+                for k in range(0, len(rows), self._chunk):
+                    chunk = rows[k:k + self._chunk]
+                    conn.exec_driver_sql(self._sql_for(len(chunk)), tuple(v for row in chunk for v in row))
             upsert_minute_stats(conn=conn, stats=stats, statement=self._upsert)
 
     def _sql_for(self, n: int) -> str:
@@ -277,18 +272,12 @@ class RequestLogWriter:
         self._head = f"INSERT INTO {table.name} ({', '.join(self.columns)})"
         self._row = f"({', '.join(marks)})"
         self._sqls = {}
-        # SQLite: multi-row INSERTs, within its bound on parameters (32,766 since 3.32; 999 before); PostgreSQL
-        # through psycopg: COPY; any other driver: executemany of the one-row INSERT (_chunk 0)
+        # PostgreSQL through psycopg: COPY. Otherwise multi-row INSERTs within the bound on parameters (SQLite's
+        # 32,766 since 3.32, 999 before; psycopg's and MySQL's 65,535). A COPY that fails on a dead connection
+        # reaches _write as SQLAlchemy's error all the same: the transaction's rollback fails, wrapped.
+        limit = 999 if dialect.name == "sqlite" and sqlite3.sqlite_version_info < (3, 32) else 32_766
+        self._chunk = max(1, min(self.batch_size, limit // len(self.columns)))
         self._copy = ""
-        self._chunk = 0
-        self._transient = TRANSIENT
-        if dialect.name == "sqlite":
-            limit = 32_766 if sqlite3.sqlite_version_info >= (3, 32) else 999
-            self._chunk = max(1, min(self.batch_size, limit // len(self.columns)))
-        elif dialect.name == "postgresql" and dialect.driver == "psycopg":
-            import psycopg
-
-            # COPY runs on the psycopg cursor itself: its errors arrive unwrapped by SQLAlchemy
-            self._transient = (*TRANSIENT, psycopg.OperationalError, psycopg.InterfaceError)
+        if dialect.name == "postgresql" and dialect.driver == "psycopg":
             self._copy = f"COPY {table.name} ({', '.join(self.columns)}) FROM STDIN"
 
