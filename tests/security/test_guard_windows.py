@@ -15,12 +15,10 @@ from tests.rollout.conftest import (  # noqa: F401  (fixtures)
     BASE,
     CAND,
     MODEL,
-    PERSON_ITEMS,
+    approved,
     db_engine,
     live,
     policies,
-    record_eval,
-    record_staircase,
     send,
     sim,
     store,
@@ -57,11 +55,7 @@ def test_direct_requests_to_the_candidate_do_not_count(db_engine):  # noqa: F811
 
 def test_the_router_labels_direct_traffic(live, db_engine):  # noqa: F811  (fixtures imported above)
     url, svc = live
-    record_eval(db_engine, passed=True)
-    record_staircase(db_engine)
-    svc.start(MODEL, candidate=CAND, by="alice")
-    svc.tick(MODEL, PERSON_ITEMS, by="carol")
-    svc.approve(MODEL, by="bob")
+    approved(url, svc, db_engine)  # and served: requests sent before the reload were routed with no canary arm
     body = {"max_tokens": 4, "messages": [{"role": "user", "content": "hi, tell me a joke"}]}
     by_id = httpx.post(url + "/v1/chat/completions", json={"model": CAND, **body}, timeout=30)
     by_header = httpx.post(url + "/v1/chat/completions", json={"model": MODEL, **body}, timeout=30,
