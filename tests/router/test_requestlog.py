@@ -95,3 +95,40 @@ def test_a_batch_is_inserted_with_one_statement_per_chunk_not_one_per_row(tmp_pa
     with eng.connect() as c:
         assert c.execute(text("SELECT count(*), count(DISTINCT request_id) FROM request_log")).one() == (2500, 2500)
     eng.dispose()
+
+
+def test_a_full_batch_wakes_the_writer_for_whole_batches_and_the_rest_waits_for_the_interval(tmp_path):
+    """Rows that arrive while a batch is being written wait for the next full batch or for the interval: the
+    writer used to drain to the last row, so under load it wrote a few rows per transaction back to back and held
+    SQLite's write lock (which first turns' pin claims need) nearly all the time."""
+    from quantroute.db.engine import init_db, make_engine
+
+    eng = make_engine(f"sqlite:///{tmp_path / 'log.db'}")
+    init_db(eng)
+    writer = RequestLogWriter(eng, batch_size=10, flush_interval_s=1.5)
+    sizes: list[int] = []
+    insert = writer._insert
+    writer._insert = lambda batch: (sizes.append(len(batch)), insert(batch))[1]  # type: ignore[method-assign]
+
+    def row(i: int) -> dict:
+        return {"ts": utcnow(), "request_id": f"r{i}", "model": "m", "status": 200, "stream": False,
+                "latency_ms": 1.0, "retries": 0, "escalated": False, "rules": [], "replay": None}
+
+    async def go() -> tuple[int, int, int]:
+        task = asyncio.create_task(writer.run())
+        for i in range(25):
+            writer.add(row(i))
+        await asyncio.sleep(0.5)  # well inside the interval: the two full batches are written, not the rest
+        early = writer.written, len(writer.buffer)
+        for _ in range(100):  # the interval passes: the rest follows
+            if writer.written == 25:
+                break
+            await asyncio.sleep(0.05)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return *early, writer.written
+
+    written_early, left, written = asyncio.run(go())
+    assert (written_early, left) == (20, 5)
+    assert written == 25 and sizes == [10, 10, 5]
+    eng.dispose()
