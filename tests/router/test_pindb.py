@@ -108,3 +108,63 @@ def test_the_busy_fallback_is_counted(sqlite_engine):
     assert (claims.inline, claims.deferred) == (0, 1)
     assert isinstance(claims.waiting, ThreadedClaims)
     asyncio.run(claims.aclose())
+
+
+def test_a_batch_with_rows_the_database_refuses_stores_every_other_pin(engine):
+    """On both databases (on PostgreSQL the rows travel as one JSON parameter): a row the database refuses (a
+    missing model; on PostgreSQL also a NUL, which JSON can carry and a text column cannot) fails alone with
+    `PinNotStored`, its batch split around it; every other pin of the batch is stored."""
+    from quantroute.router.pincommit import PinNotStored
+
+    bad = {"no-model": {**row("no-model"), "model": None}}
+    if engine.dialect.name == "postgresql":
+        bad["nul"] = {**row("nul"), "served_deployment": "d\x00"}
+    good = [row(f"ok-{i}", "fp16" if i % 2 else "int4") for i in range(6)]
+
+    async def go() -> dict[str, object]:
+        committer = PinCommitter(engine, timeout_s=10)
+        futs = {r["session_key"]: committer.submit(r) for r in [*good[:3], *bad.values(), *good[3:]]}
+        runner = asyncio.create_task(committer.run())
+        out = {}
+        for key, fut in futs.items():
+            try:
+                out[key] = (await fut)["tier"]
+            except PinNotStored as e:
+                out[key] = e
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+        return out
+
+    out = asyncio.run(go())
+    assert {k: v for k, v in out.items() if k.startswith("ok-")} == {r["session_key"]: r["tier"] for r in good}
+    for key in bad:
+        assert isinstance(out[key], PinNotStored) and "rejected by the database" in str(out[key]), out[key]
+    with engine.connect() as c:
+        stored = {k for (k,) in c.exec_driver_sql("SELECT session_key FROM session_pin")}
+    assert stored == {r["session_key"] for r in good}
+
+
+@pytest.mark.postgres
+def test_postgres_claims_are_one_statement_text_for_any_batch_size(pg_url):
+    """psycopg splits and caches a statement by its text and the server prepares it by its text: with the rows
+    as one JSON parameter, batches of 1, 7 and 40 pins are the same statement (the VALUES form was one text per
+    batch size, re-split in Python every time and prepared over and over)."""
+    from quantroute.db.engine import init_db
+    from quantroute.db.session_pin import PinClaims
+
+    eng = make_engine(pg_url)
+    init_db(eng)
+    claims = PinClaims(eng.dialect)
+    texts = set()
+    now = utcnow()
+    for n in (1, 7, 40):
+        sql, params = claims.statement([row(f"b{n}-{i:02d}") for i in range(n)], now)
+        texts.add(sql)
+        assert len(params) == 9  # the rows, then `now` once per claimed column
+    assert len(texts) == 1 and "json_populate_recordset" in texts.pop()
+    with eng.begin() as conn:
+        got = claims.claim(conn, [row(f"k-{i:02d}", "fp16") for i in range(40)], now)
+    assert sorted(p["session_key"] for p in got) == [f"k-{i:02d}" for i in range(40)]
+    assert all(p["tier"] == "fp16" and p["created_at"].tzinfo is not None for p in got)
+    assert got[0]["expires_at"] - got[0]["created_at"] == timedelta(hours=1)  # microseconds survive JSON
+    eng.dispose()
