@@ -115,27 +115,18 @@ class RequestLogWriter:
             self.on_drop(reason, n)
 
     async def run(self) -> None:
-        """Background task: write every full batch as soon as it is full, and whatever is buffered once the
-        interval passes without one."""
+        """Background task: flush every interval or when a batch is full."""
         while True:
             try:
                 await asyncio.wait_for(self._wake.wait(), self.flush_interval_s)
-                full_only = True
             except TimeoutError:
-                full_only = False
+                pass
             self._wake.clear()
-            await self.flush(full_only=full_only)
+            await self.flush()
 
-    async def flush(self, *, full_only: bool = False) -> None:
-        """Write what is buffered (with `full_only`, only whole batches: the rest waits for the next wake or the
-        interval). Returns early, rows kept, when the DB cannot be reached.
-
-        Draining to the last row after a full batch made the writer a near-constant holder of the database's
-        write lock under load: rows arriving while one transaction ran became the next one, a few rows each,
-        back to back (12 rows per transaction on average at c=1, ~100 transactions a second), and each held
-        SQLite's write lock (a pin claim found it taken and waited: most of a first turn's p99) and paid the
-        rollup upsert and a commit (on PostgreSQL a WAL flush that pin commits queue behind)."""
-        while self.buffer and self.engine is not None and (not full_only or len(self.buffer) >= self.batch_size):
+    async def flush(self) -> None:
+        """Write what is buffered. Returns early, rows kept, when the DB cannot be reached."""
+        while self.buffer and self.engine is not None:
             n = min(self.batch_size, len(self.buffer))
             items = [self.buffer.popleft() for _ in range(n)]
             self.buffered_bytes -= sum(s for _, s in items)
