@@ -55,8 +55,8 @@ class PinClaims:
     On PostgreSQL through psycopg the rows travel as one JSON parameter (`json_populate_recordset`): one
     statement text whatever the batch size, so psycopg splits it into placeholders once (a cached query) and the
     server plans it once (a prepared statement). The profile of the VALUES form showed psycopg re-splitting the
-    query text per batch in Python (uncached: long texts are not cached) at half of the claim's client CPU, and
-    a prepared statement per batch size evicting the others (a DEALLOCATE round trip each). orjson writes the
+    query text per batch in Python (it caches only statements of up to 50 parameters; a pin has 11) at half of the
+    claim's client CPU, and a prepared statement per batch size. orjson writes the
     JSON in C; timestamps go as ISO 8601 with their offset, which the `timestamptz` columns read exactly."""
 
     def __init__(self, dialect: Dialect) -> None:
