@@ -55,9 +55,9 @@ class PinClaims:
     On PostgreSQL through psycopg the rows travel as one JSON parameter (`json_populate_recordset`): one
     statement text whatever the batch size, so psycopg splits it into placeholders once (a cached query) and the
     server plans it once (a prepared statement). The profile of the VALUES form showed psycopg re-splitting the
-    query text per batch in Python (it caches only statements of up to 50 parameters; a pin has 11) at half of the
-    claim's client CPU, and a prepared statement per batch size. orjson writes the
-    JSON in C; timestamps go as ISO 8601 with their offset, which the `timestamptz` columns read exactly."""
+    query text per batch in Python (it caches only statements of up to 50 parameters; a pin has 11) at half of
+    the claim's client CPU, and a prepared statement per batch size. orjson writes the JSON in C; timestamps go as
+    ISO 8601 with their offset, which the `timestamptz` columns read exactly."""
 
     def __init__(self, dialect: Dialect) -> None:
         table = table_of(SessionPin)
@@ -65,32 +65,35 @@ class PinClaims:
         self.bind = [table.c[c].type.dialect_impl(dialect).bind_processor(dialect) for c in _COLUMNS]
         self.result = [table.c[c].type.dialect_impl(dialect).result_processor(dialect, None) for c in _COLUMNS]
         self.bind_now = self.bind[-1]
-        self._sql: dict[int, str] = {}
-        self.as_json = dialect.name == "postgresql" and dialect.driver == "psycopg"
+        self._sql: dict[int, str] = {}  # the VALUES form by batch size
+        # The JSON form: the table's own row type names the columns' types, so nothing here must keep in step
+        self.json_sql = (self._upsert(f"SELECT {', '.join(_COLUMNS)} FROM json_populate_recordset("
+                                      f"NULL::{SessionPin.__tablename__}, {self.mark}::json)")
+                         if dialect.name == "postgresql" and dialect.driver == "psycopg" else "")
+
+    def _upsert(self, rows: str) -> str:
+        """The claim around `rows` (a VALUES list or a SELECT); `now` follows the rows' parameters, once per
+        claimed column."""
+        t, m, cols = SessionPin.__tablename__, self.mark, ", ".join(_COLUMNS)
+        fresh = [f"{c} = CASE WHEN {t}.expires_at <= {m} THEN excluded.{c} ELSE {t}.{c} END" for c in _CLAIMED]
+        return (f"INSERT INTO {t} ({cols}) {rows} ON CONFLICT (session_key) DO UPDATE SET {', '.join(fresh)}, "
+                f"last_used = excluded.last_used, expires_at = excluded.expires_at RETURNING {cols}")
 
     def sql(self, n: int) -> str:
-        """The statement for `n` rows (0: the JSON form, one text for any number of rows)."""
+        """The VALUES form for `n` rows."""
         text = self._sql.get(n)
         if text is None:
-            t, m, cols = SessionPin.__tablename__, self.mark, ", ".join(_COLUMNS)
-            if n:
-                row = f"({', '.join([m] * len(_COLUMNS))})"
-                rows = f"VALUES {', '.join([row] * n)}"
-            else:  # the table's own row type names the columns' types: nothing to keep in step here
-                rows = f"SELECT {cols} FROM json_populate_recordset(NULL::{t}, {m}::json)"
-            fresh = [f"{c} = CASE WHEN {t}.expires_at <= {m} THEN excluded.{c} ELSE {t}.{c} END" for c in _CLAIMED]
-            text = self._sql[n] = (
-                f"INSERT INTO {t} ({cols}) {rows} ON CONFLICT (session_key) DO UPDATE SET {', '.join(fresh)}, "
-                f"last_used = excluded.last_used, expires_at = excluded.expires_at RETURNING {cols}")
+            row = f"({', '.join([self.mark] * len(_COLUMNS))})"
+            text = self._sql[n] = self._upsert(f"VALUES {', '.join([row] * n)}")
         return text
 
     def statement(self, pins: list[dict], now: datetime) -> tuple[str, tuple]:
         """(SQL text in the driver's paramstyle, parameters) for one batch; `pins` must not be empty."""
         ordered = sorted(pins, key=lambda p: p["session_key"])
         stamp = self.bind_now(now) if self.bind_now else now
-        if self.as_json:
+        if self.json_sql:
             rows = orjson.dumps([{c: p[c] for c in _COLUMNS} for p in ordered]).decode()
-            return self.sql(0), (rows, *[stamp] * len(_CLAIMED))
+            return self.json_sql, (rows, *[stamp] * len(_CLAIMED))
         params: list = []
         for p in ordered:
             params += [f(p[c]) if f else p[c] for c, f in zip(_COLUMNS, self.bind)]
