@@ -14,7 +14,13 @@ to first byte of a stream, errors and timeouts. The machine is shared, so every 
 `--rounds` rounds with its spread, and each row is also given as a ratio against baselines measured in the same
 round: the backend hit directly, and the `none` mode of the same database and worker count. `--peers` adds
 LiteLLM and the Rust vllm-router (benchmarks/support/peers.py) against the same backend; `--profile DIR`
-records the router with py-spy during each c=32 run (benchmarks/support/profile.py summarizes it)."""
+records the router with py-spy during each c=32 run (benchmarks/support/profile.py summarizes it).
+
+The backend answers at once (~0.1 ms), which shows every microsecond the router adds, and more than real traffic
+shows: a first turn's pin is committed while the request is forwarded, and a model's time to first token (tens
+of milliseconds) hides that commit where a 0.1 ms backend cannot. `--think-ms N` makes the backend wait N ms
+before every completion's first byte, to measure the latency a client sees in front of a model (c=32 req/s is
+then bounded by 32 / N ms for every target alike)."""
 
 from __future__ import annotations
 
@@ -310,7 +316,11 @@ def main() -> None:
                     help="session modes; repeat [none, fixed, new]")
     ap.add_argument("--peers", action="store_true", help="also run LiteLLM and vllm-router (installs into .peers/)")
     ap.add_argument("--profile", type=Path, default=None, help="py-spy raw profiles of each c=32 run into this dir")
+    ap.add_argument("--think-ms", type=float, default=0.0,
+                    help="the backend waits this long before each completion's first byte (a model's time) [0]")
     args = ap.parse_args()
+    if args.think_ms < 0:
+        ap.error(f"--think-ms must be 0 or more milliseconds, got {args.think_ms:g}")
     dbs, workers = args.db or ["sqlite"], args.workers or [1, 2]
     modes = args.sessions or list(SESSION_MODES)
     if "none" not in modes:
@@ -322,7 +332,7 @@ def main() -> None:
     results: list[dict] = []
     try:
         bports = [free_port() for _ in BACKENDS]
-        backends = [start([PY, str(HERE / "support" / "fast_backend.py"), str(p), dep])
+        backends = [start([PY, str(HERE / "support" / "fast_backend.py"), str(p), dep, str(args.think_ms)])
                     for p, (dep, _, _) in zip(bports, BACKENDS)]
         for p in bports:
             wait_port(p)
@@ -341,7 +351,7 @@ def main() -> None:
                         run_peers(bports[0], lua_script(tmp, bench.body, "none"), args.seconds, bench.stream_body,
                                   lambda label, port, path, lua, seconds, stream: bench.measure(label, port, path),
                                   tmp, body=bench.body)]
-        report(results, rounds=args.rounds, peers=args.peers)
+        report(results, rounds=args.rounds, peers=args.peers, think_ms=args.think_ms)
     finally:
         for p in backends:
             stop(p)
@@ -352,7 +362,7 @@ def _spread(values: list[float], fmt: str) -> str:
     return f"{fmt.format(min(values))}-{fmt.format(max(values))}" if len(values) > 1 else "-"
 
 
-def report(results: list[dict], *, rounds: int, peers: bool = False) -> None:
+def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: float = 0.0) -> None:
     """One row per target and session mode: medians over rounds, the spread of req/s, and ratios against the
     same round's direct run and the same configuration's `none` mode."""
     by_round = {(r["round"], r["label"], r.get("mode", "none")): r for r in results if "unavailable" not in r}
@@ -361,6 +371,8 @@ def report(results: list[dict], *, rounds: int, peers: bool = False) -> None:
         groups[(r["label"], r.get("mode", "none"))].append(r)
     print(f"\nmachine: {os.cpu_count()} cores shared with the load generator (wrk, 1 thread) and other work: "
           f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end. Medians of {rounds} round(s).")
+    print(f"backend: waits {think_ms:g} ms before each completion's first byte" if think_ms else
+          "backend: answers at once (~0.1 ms); --think-ms N stands in for a model's time")
     print(f"{'target':<24}{'sessions':<9}{'p50 ms':>8}{'+p50':>7}{'p99 ms':>8}{'req/s@32':>10}{'spread':>13}"
           f"{'x none':>7}{'x direct':>9}{'CPU us':>8}{'+TTFB':>7}{'errors':>7}{'t/o':>5}{'pins':>8}")
     for (label, mode), rows in groups.items():

@@ -1,9 +1,12 @@
 """A minimal, fast OpenAI-compatible backend for the router overhead benchmark: fixed answers, no model.
 
-Serve with: python benchmarks/support/fast_backend.py PORT [DEPLOYMENT_ID]  (uvicorn + httptools + uvloop)."""
+Serve with: python benchmarks/support/fast_backend.py PORT [DEPLOYMENT_ID [THINK_MS]]  (uvicorn + httptools + uvloop).
+THINK_MS: how long every completion waits before its first byte, standing in for a model's time to first token
+(0: answer at once, the default)."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import orjson
@@ -17,7 +20,7 @@ METRICS = (b"# HELP vllm:num_requests_waiting waiting\n# TYPE vllm:num_requests_
 STREAM_CHUNKS = 8
 
 
-def make_app(deployment: str = "bench-int4"):
+def make_app(deployment: str = "bench-int4", think_s: float = 0.0):
     answer = orjson.dumps({
         "id": "cmpl-bench", "object": "chat.completion", "created": 0, "model": deployment,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
@@ -50,6 +53,8 @@ def make_app(deployment: str = "bench-int4"):
             await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]})
             await send({"type": "http.response.body", "body": b""})
             return
+        if think_s:
+            await asyncio.sleep(think_s)
         if b'"stream":true' in body.replace(b" ", b""):
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-type", b"text/event-stream")]})
@@ -66,5 +71,6 @@ def make_app(deployment: str = "bench-int4"):
 if __name__ == "__main__":
     import uvicorn
 
-    uvicorn.run(make_app(sys.argv[2] if len(sys.argv) > 2 else "bench-int4"), host="127.0.0.1",
+    uvicorn.run(make_app(sys.argv[2] if len(sys.argv) > 2 else "bench-int4",
+                         float(sys.argv[3]) / 1000 if len(sys.argv) > 3 else 0.0), host="127.0.0.1",
                 port=int(sys.argv[1]), http="httptools", loop="uvloop", log_level="warning", access_log=False)
