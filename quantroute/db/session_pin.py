@@ -11,6 +11,7 @@ from sqlmodel import Field, Session, SQLModel, col, delete, select
 
 from quantroute.clock import aware, utcnow
 from quantroute.db.engine import table_of
+from quantroute.db.processors import bind_processors, result_processors
 
 
 class SessionPin(SQLModel, table=True):
@@ -62,8 +63,8 @@ class PinClaims:
     def __init__(self, dialect: Dialect) -> None:
         table = table_of(SessionPin)
         self.mark = "?" if dialect.paramstyle == "qmark" else "%s"
-        self.bind = [table.c[c].type.dialect_impl(dialect).bind_processor(dialect) for c in _COLUMNS]
-        self.result = [table.c[c].type.dialect_impl(dialect).result_processor(dialect, None) for c in _COLUMNS]
+        self.bind = bind_processors(table, _COLUMNS, dialect)
+        self.result = result_processors(table, _COLUMNS, dialect)
         self.bind_now = self.bind[-1]
         self._sql: dict[int, str] = {}  # the VALUES form by batch size
         # The JSON form: the table's own row type names the columns' types, so nothing here must keep in step

@@ -30,6 +30,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
 from quantroute.db.engine import require_engine, table_of
+from quantroute.db.processors import bind_processors
 from quantroute.db.request_log import RequestLog
 from quantroute.db.request_stats import minute_stats, upsert_minute_stats, upsert_statement
 from quantroute.router.privacy import PendingReplay
@@ -263,8 +264,8 @@ class RequestLogWriter:
         table = table_of(self.table_model)
         # dialect_impl: the generic JSON type has no bind processor for psycopg (a dict would reach the driver
         # as is and fail); PostgreSQL's own JSON type wraps it
-        self._procs = [(c, None if c in self.json_columns
-                        else table.c[c].type.dialect_impl(dialect).bind_processor(dialect)) for c in self.columns]
+        self._procs = [(c, None if c in self.json_columns else p)
+                       for c, p in zip(self.columns, bind_processors(table, self.columns, dialect))]
         mark = "?" if dialect.paramstyle == "qmark" else "%s"
         # PostgreSQL casts the JSON text to the column's type; SQLite stores it as the text it is
         marks = [f"CAST({mark} AS JSON)" if c in self.json_columns and dialect.name == "postgresql" else mark
