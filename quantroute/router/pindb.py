@@ -142,19 +142,23 @@ class AsyncPgClaims:
         self.conninfo = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
         self.claims = PinClaims(engine.dialect)
         self._conn: psycopg.AsyncConnection[tuple[Any, ...]] | None = None  # autocommit (tuple rows)
+        # One cursor for the connection's life: `conn.execute` made a cursor per batch (~10 % of a claim's
+        # client CPU, timed alone)
+        self._cur: psycopg.AsyncCursor[tuple[Any, ...]] | None = None
 
     async def claim(self, rows: list[dict], timeout_s: float) -> list[dict]:
         import psycopg
 
         try:
-            conn = self._conn
-            if conn is None or conn.closed:
+            conn, cur = self._conn, self._cur
+            if conn is None or conn.closed or cur is None:
                 conn = await asyncio.wait_for(psycopg.AsyncConnection.connect(self.conninfo, autocommit=True),
                                               timeout_s)
-                self._conn = conn
+                self._conn, self._cur = conn, conn.cursor()
+                cur = self._cur
             sql, params = self.claims.statement(rows, utcnow())
             # bounded: a hung server must not hold every later pin behind this batch
-            cur = await asyncio.wait_for(conn.execute(sql, params), timeout_s)
+            await asyncio.wait_for(cur.execute(sql, params), timeout_s)
             return self.claims.stored(await cur.fetchall())
         except (TimeoutError, psycopg.OperationalError, psycopg.InterfaceError) as e:
             await self.aclose()
@@ -164,7 +168,7 @@ class AsyncPgClaims:
             raise
 
     async def aclose(self) -> None:
-        conn, self._conn = self._conn, None
+        conn, self._conn, self._cur = self._conn, None, None
         if conn is not None:
             try:
                 await conn.close()
