@@ -1,10 +1,11 @@
 """Instructions the router executes per request, by session mode: a cost figure this shared machine cannot shake.
 
 The router's req/s and CPU time here move by 25-40 % from minute to minute with the host's load, which hides any
-change smaller than that. An instruction count does not move: valgrind's callgrind counts what the router
-process executes (every thread: the event loop, the request-log writer, pin claims; the C libraries included:
-SQLite, libpq, uvloop), the same to within ~1-2 % from run to run. The kernel's share (syscalls, the page cache)
-and the database server's work are not in it: PostgreSQL runs as its own processes.
+change smaller than that. An instruction count hardly moves: valgrind's callgrind counts what the router process
+executes (every thread: the event loop, the request-log writer, pin claims; the C libraries included: SQLite,
+libpq, uvloop), the same to within ~3-4 % from run to run (pin and log batches still form with timing, and a
+WAL checkpoint lands in one run's window or the next's). The kernel's share (syscalls, the page cache) and the
+database server's work are not in it: PostgreSQL runs as its own processes.
 
 Per database and session mode: one router (1 worker) under callgrind, started with instrumentation off, warmed up,
 then counted over `--requests` completions sent by `--concurrency` clients, with the shipped default policy and
