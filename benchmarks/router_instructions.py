@@ -34,7 +34,8 @@ from pathlib import Path
 
 import httpx
 
-from router_overhead import BACKENDS, BODY, HERE, PY, REPO, Database, free_port, register, start, stop, wait_port
+from quantroute.ports import free_port
+from router_overhead import BACKENDS, BODY, HERE, PY, REPO, Database, register, start, stop, wait_port
 
 MODES = ("none", "fixed", "new")
 LINE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*?)(?: \[(.*)\])?$")
