@@ -5,9 +5,14 @@ buffer fills and new rows beyond the bound are dropped and counted; a request ne
 Each batch also updates the per-minute rollup (request_stats_minute) in the same transaction, so the
 dashboard's long windows read a few thousand rollup rows instead of every logged request.
 
-The request path queues references, not finished rows: the replay record (redaction included) is built, the
-row made storable and its JSON encoded in the writer's batch, in its thread (`_ready`), never per request on
-the event loop.
+Rows are made ready on the event loop, as each request ends (after its answer went out): the replay record
+(redaction included) built, every value made storable, JSON encoded, bound for the driver (`prepare`). The
+writer's thread then holds the GIL only to hand a whole batch to the driver. Whole batches, because the thread
+and the loop share one GIL and one SQLite file: a writer that drained the buffer to its last row committed
+transactions of a few rows under load, each rewriting the table's and five indexes' tail pages (strace: 4.6 page
+writes and 4-12 GIL hand-offs (futex) a request without sessions, against 0.8 and 1 with whole batches), and
+preparing rows in that thread cost the loop as much again in hand-offs. A partial batch waits for the flush
+interval.
 
 No row can stop the log. Rows are made storable first (`storable.storable_row`: depth, size, NUL, surrogates).
 A batch that still fails for a reason other than the DB being unreachable is split in halves until the rows
@@ -50,10 +55,21 @@ TRANSIENT = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.Disconnectio
 OnDrop = Callable[[str, int], None]  # (reason, rows)
 
 
+class Prepared:
+    """One row as it will be stored: `row` (storable, JSON columns as text; the rollup reads it) and `values`
+    (bound for the driver, in the writer's column order)."""
+
+    __slots__ = ("row", "values")
+
+    def __init__(self, row: dict, values: list) -> None:
+        self.row = row
+        self.values = values
+
+
 class _Unreachable(Exception):
     """The DB could not be reached midway; `pending` are the rows not yet stored (in order)."""
 
-    def __init__(self, cause: BaseException, pending: list[dict], written: int, rejected: int) -> None:
+    def __init__(self, cause: BaseException, pending: list[Prepared], written: int, rejected: int) -> None:
         super().__init__(str(cause))
         self.pending = pending
         self.written = written
@@ -77,7 +93,7 @@ class RequestLogWriter:
         self.flush_interval_s = flush_interval_s
         self.max_buffered = max_buffered
         self.max_buffered_bytes = max_buffered_bytes
-        self.buffer: deque[tuple[dict, int]] = deque()
+        self.buffer: deque[tuple[Prepared, int]] = deque()
         self.buffered_bytes = 0
         self.dropped = 0
         self.dropped_by_reason: dict[str, int] = {}
@@ -104,7 +120,13 @@ class RequestLogWriter:
         if len(self.buffer) >= self.max_buffered or self.buffered_bytes + size > self.max_buffered_bytes:
             self._drop("buffer_full", 1)
             return
-        self.buffer.append((row, size))
+        try:
+            prepared = self.prepare(row)
+        except Exception:  # storable_row takes any value; whatever still fails costs this one row
+            log.exception("request log row could not be prepared; dropped")
+            self._drop("rejected", 1)
+            return
+        self.buffer.append((prepared, size))
         self.buffered_bytes += size
         if len(self.buffer) >= self.batch_size:
             self._wake.set()
@@ -116,23 +138,25 @@ class RequestLogWriter:
             self.on_drop(reason, n)
 
     async def run(self) -> None:
-        """Background task: flush every interval or when a batch is full."""
+        """Background task: write each batch as it fills, and whatever is buffered every flush interval."""
         while True:
             try:
                 await asyncio.wait_for(self._wake.wait(), self.flush_interval_s)
+                whole = True
             except TimeoutError:
-                pass
+                whole = False
             self._wake.clear()
-            await self.flush()
+            await self.flush(whole_batches=whole)
 
-    async def flush(self) -> None:
-        """Write what is buffered. Returns early, rows kept, when the DB cannot be reached."""
-        while self.buffer and self.engine is not None:
+    async def flush(self, *, whole_batches: bool = False) -> None:
+        """Write what is buffered (`whole_batches`: only full batches; the rest waits). Returns early, rows
+        kept, when the DB cannot be reached."""
+        while self.buffer and self.engine is not None and (not whole_batches or len(self.buffer) >= self.batch_size):
             n = min(self.batch_size, len(self.buffer))
             items = [self.buffer.popleft() for _ in range(n)]
             self.buffered_bytes -= sum(s for _, s in items)
             try:
-                written, rejected = await asyncio.to_thread(self._write, [r for r, _ in items])
+                written, rejected = await asyncio.to_thread(self._write, [p for p, _ in items])
             except _Unreachable as e:
                 self.write_errors += 1
                 log.warning("request log write failed, %d rows kept for the next try: %s", len(e.pending), e)
@@ -150,24 +174,28 @@ class RequestLogWriter:
                     self.buffered_bytes += s
                 return
             except Exception:
-                log.exception("request log batch of %d rows could not be prepared; dropped", len(items))
+                log.exception("request log batch of %d rows could not be written; dropped", len(items))
                 self._drop("rejected", len(items))
                 continue
             self.written += written
             if rejected:
                 self._drop("rejected", rejected)
 
-    def _write(self, batch: list[dict]) -> tuple[int, int]:
+    def prepare(self, row: dict) -> Prepared:
+        """The row made ready (`_ready`) and bound for this writer's database."""
+        if self._prepared_for is not self.engine:  # the statements and bind processors are per dialect
+            self._prepare()
+        ready = self._ready(row)
+        return Prepared(ready, [p(ready.get(c)) if p else ready.get(c) for c, p in self._procs])
+
+    def _write(self, batch: list[Prepared]) -> tuple[int, int]:
         """In a worker thread: store `batch`, isolating rows the DB refuses. (written, rejected)."""
-        # The client-controlled originals stay in `batch` (to put back in order on _Unreachable); cleaned copies
-        # are what gets inserted.
-        clean = {id(r): self._ready(r) for r in batch}
         chunks = [batch]
         written = rejected = 0
         while chunks:
             chunk = chunks.pop()
             try:
-                self._insert([clean[id(r)] for r in chunk])
+                self._insert(chunk)
             except TRANSIENT as e:
                 if not self._reachable():
                     pending = [r for c in [chunk, *reversed(chunks)] for r in c]
@@ -187,9 +215,10 @@ class RequestLogWriter:
             row = {**row, "replay": replay.record()}
         return storable_row(row, self.json_columns, encode=True)
 
-    def _refused(self, chunk: list[dict], chunks: list[list[dict]], e: Exception, written: int, rejected: int):
+    def _refused(self, chunk: list[Prepared], chunks: list[list[Prepared]], e: Exception, written: int,
+                 rejected: int):
         if len(chunk) == 1:
-            sample = {k: chunk[0].get(k) for k in ("request_id", "model", "status", "error")}
+            sample = {k: chunk[0].row.get(k) for k in ("request_id", "model", "status", "error")}
             self.last_rejected = f"{sample!r}: {type(e).__name__}: {e}"[:1000]
             log.error("request log row dropped, the database refused it: %s", self.last_rejected)
             return written, rejected + 1, chunks
@@ -225,18 +254,17 @@ class RequestLogWriter:
             self.buffered_bytes = 0
             self._drop("shutdown", n)
 
-    def _insert(self, batch: list[dict]) -> None:
-        # The columns' own bind processors: the same values SQLAlchemy would write, at a fraction of its per-row
-        # cost. Never one execution per row: sqlite3 releases the GIL around every row's step and the busy event
-        # loop keeps it a whole switch interval before this thread gets it back (a 500-row executemany meant
-        # hundreds of hand-offs). How the rows travel is chosen per driver in `_prepare`.
-        if self._prepared_for is not self.engine:  # the statements and bind processors are per dialect
+    def _insert(self, batch: list[Prepared]) -> None:
+        # Values bound by the columns' own processors in `prepare`: the same values SQLAlchemy would write, at a
+        # fraction of its per-row cost. Never one execution per row: sqlite3 releases the GIL around every row's
+        # step and the busy event loop keeps it a whole switch interval before this thread gets it back (a
+        # 500-row executemany meant hundreds of hand-offs). How the rows travel is chosen per driver in `_prepare`.
+        if self._prepared_for is not self.engine:  # the statements are per dialect
             self._prepare()
-        procs = self._procs
         # Aggregated before the transaction opens, so the DB write lock is held only for the statements; one
         # transaction, so a failed batch (kept and retried) never leaves the rollup counting it.
-        stats = minute_stats(batch) if self.rollup else []
-        rows = [[p(r.get(c)) if p else r.get(c) for c, p in procs] for r in batch]
+        stats = minute_stats([p.row for p in batch]) if self.rollup else []
+        rows = [p.values for p in batch]
         with require_engine(self.engine, who="the request log writer").begin() as conn:
             if self._copy:
                 # PostgreSQL: COPY, rows formatted by psycopg's C code (a multi-row INSERT of 2,000 parameters

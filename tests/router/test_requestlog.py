@@ -88,7 +88,7 @@ def test_a_batch_is_inserted_with_one_statement_per_chunk_not_one_per_row(tmp_pa
     writer = RequestLogWriter(eng, batch_size=1000)
     rows = [{"ts": utcnow(), "request_id": f"r{i}", "model": "m", "status": 200, "stream": False, "latency_ms": 1.0,
              "retries": 0, "escalated": False, "rules": [], "replay": None} for i in range(2500)]
-    assert writer._write(rows) == (2500, 0)
+    assert writer._write([writer.prepare(r) for r in rows]) == (2500, 0)
     inserts = [s for s in seen if s[0] == "INSERT request_log"]
     assert not any(many for _, many in inserts)
     assert len(inserts) == -(-2500 // writer._chunk) and writer._chunk > 100

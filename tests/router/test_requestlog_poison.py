@@ -151,3 +151,52 @@ def test_a_postgres_outage_during_copy_keeps_the_rows_for_the_next_try(pg_url):
     assert sorted(got) == sorted(f"r{i}" for i in range(20))
     assert got["r3"].replay == {"body": {"messages": [{"role": "user", "content": "q3"}]}}
     engine.dispose()
+
+
+def test_the_writer_commits_whole_batches_and_leaves_a_partial_one_for_the_interval(engine):
+    """Woken by a full batch, the writer writes full batches only: draining to the last row meant, under load,
+    transactions of a few rows each rewriting the same tail pages (and a GIL hand-off per transaction)."""
+    writer = RequestLogWriter(engine, batch_size=10, flush_interval_s=0.3)
+    commits: list[int] = []
+    insert = writer._insert
+    writer._insert = lambda batch: (commits.append(len(batch)), insert(batch))[1]  # type: ignore[method-assign]
+
+    async def go() -> None:
+        task = asyncio.create_task(writer.run())
+        for i in range(25):
+            writer.add(row(f"w{i}"))
+        for _ in range(100):  # the two full batches
+            await asyncio.sleep(0.01)
+            if writer.written >= 20:
+                break
+        assert writer.written == 20 and len(writer.buffer) == 5 and commits == [10, 10]
+        for _ in range(200):  # the flush interval takes the rest
+            await asyncio.sleep(0.01)
+            if writer.written == 25:
+                break
+        task.cancel()
+
+    asyncio.run(go())
+    assert writer.written == 25 and not writer.buffer and commits == [10, 10, 5]
+    assert len(stored(engine)) == 25
+
+
+def test_a_row_that_cannot_be_prepared_costs_that_row_only(engine, caplog):
+    """Rows are made ready on the event loop as requests end: whatever fails there is counted and logged, and
+    never reaches the request (nor the rows around it)."""
+    drops = Drops()
+    writer = RequestLogWriter(engine, batch_size=100, on_drop=drops)
+    ready = writer._ready
+
+    def flaky(r: dict) -> dict:
+        if r["request_id"] == "bad":
+            raise RuntimeError("cannot build this replay record")
+        return ready(r)
+
+    writer._ready = flaky  # type: ignore[method-assign]
+    for rid in ("a", "bad", "b"):
+        writer.add(row(rid))
+    asyncio.run(writer.flush())
+    assert drops.by_reason == {"rejected": 1} and writer.written == 2
+    assert set(stored(engine)) == {"a", "b"}
+    assert "could not be prepared" in caplog.text
