@@ -346,7 +346,7 @@ class Router:
 
     def _record(self, ts, started: float, request_id: str, data, route: Route | None, out: ForwardResult,
                 headers: dict, body_bytes: int) -> None:
-        """Metrics at once; the log row as references (its replay record is built by the writer, in batches)."""
+        """Metrics, and the log row handed to the writer (which prepares it now, or in its thread if large)."""
         latency_ms = (time.perf_counter() - started) * 1000
         node = out.node or (route.node if route else None)
         status = out.status or 500

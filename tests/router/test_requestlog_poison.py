@@ -200,3 +200,33 @@ def test_a_row_that_cannot_be_prepared_costs_that_row_only(engine, caplog):
     assert drops.by_reason == {"rejected": 1} and writer.written == 2
     assert set(stored(engine)) == {"a", "b"}
     assert "could not be prepared" in caplog.text
+
+
+def test_a_large_row_is_prepared_in_the_writers_thread_not_on_the_loop(engine):
+    """Encoding and walking a large body would stop the event loop for milliseconds: such rows are prepared by
+    the writer's thread, where a failure still costs that row only."""
+    import threading
+
+    from quantroute.router.requestlog import LOOP_PREPARE_MAX_BYTES
+
+    drops = Drops()
+    writer = RequestLogWriter(engine, batch_size=100, on_drop=drops)
+    ready, where = writer._ready, {}
+
+    def spy(r: dict) -> dict:
+        where[r["request_id"]] = threading.current_thread() is threading.main_thread()
+        if r["request_id"] == "big-bad":
+            raise RuntimeError("cannot build this replay record")
+        return ready(r)
+
+    writer._ready = spy  # type: ignore[method-assign]
+    writer.add(row("small"), nbytes=100)
+    writer.add(row("big", replay={"body": {"messages": [{"role": "user", "content": "x" * 70_000}]}}),
+               nbytes=LOOP_PREPARE_MAX_BYTES + 1)
+    writer.add(row("big-bad"), nbytes=LOOP_PREPARE_MAX_BYTES + 1)
+    assert where == {"small": True}  # prepared as it was added; the large ones wait for the writer
+    asyncio.run(writer.flush())
+    assert where == {"small": True, "big": False, "big-bad": False}
+    assert writer.written == 2 and drops.by_reason == {"rejected": 1} and not writer.buffer
+    got = stored(engine)
+    assert set(got) == {"small", "big"} and got["big"].replay["body"]["messages"][0]["content"].startswith("xxx")
