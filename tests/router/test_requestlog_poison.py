@@ -159,7 +159,7 @@ def test_the_writer_commits_whole_batches_and_leaves_a_partial_one_for_the_inter
     writer = RequestLogWriter(engine, batch_size=10, flush_interval_s=0.3)
     commits: list[int] = []
     insert = writer._insert
-    writer._insert = lambda batch: (commits.append(len(batch)), insert(batch))[1]  # type: ignore[method-assign]
+    writer._insert = lambda batch: (commits.append(len(batch)), insert(batch))[1]  # type: ignore[method-assign]  # a spy on the instance
 
     async def go() -> None:
         task = asyncio.create_task(writer.run())
@@ -193,7 +193,7 @@ def test_a_row_that_cannot_be_prepared_costs_that_row_only(engine, caplog):
             raise RuntimeError("cannot build this replay record")
         return ready(r)
 
-    writer._ready = flaky  # type: ignore[method-assign]
+    writer._ready = flaky  # type: ignore[method-assign]  # a fault on the instance
     for rid in ("a", "bad", "b"):
         writer.add(row(rid))
     asyncio.run(writer.flush())
@@ -219,7 +219,7 @@ def test_a_large_row_is_prepared_in_the_writers_thread_not_on_the_loop(engine):
             raise RuntimeError("cannot build this replay record")
         return ready(r)
 
-    writer._ready = spy  # type: ignore[method-assign]
+    writer._ready = spy  # type: ignore[method-assign]  # a spy on the instance
     writer.add(row("small"), nbytes=100)
     writer.add(row("big", replay={"body": {"messages": [{"role": "user", "content": "x" * 70_000}]}}),
                nbytes=LOOP_PREPARE_MAX_BYTES + 1)

@@ -17,7 +17,7 @@ from quantroute.clock import utcnow
 from quantroute.db.engine import init_db, make_engine
 from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
-from quantroute.router.privacy import _SECRET_TEXT, REDACTED, PendingReplay, redact_text, replay_record
+from quantroute.router.privacy import _SECRET_TEXT, REDACTED, redact_text, replay_record
 from tests.conftest import wait_until
 from tests.router.conftest import MODEL, make_settings, policies, router_at, sim  # noqa: F401  (fixtures)
 
@@ -101,9 +101,9 @@ def test_the_prefilter_never_skips_a_string_the_pattern_would_change(text):
     assert redact_text(text) == _SECRET_TEXT.sub(REDACTED, text)
 
 
-def test_the_request_path_queues_the_replay_and_the_writer_redacts_it(make_settings):  # noqa: F811  (fixtures imported above)
-    """Redaction walked every string of every body on the event loop; the loop now queues references and the
-    writer builds the record in its batch. What is stored is the same redacted record."""
+def test_the_queued_row_is_already_redacted_and_stored_so(make_settings):  # noqa: F811  (fixtures imported above)
+    """The row is prepared as its request ends (the whole-body prefilter keeps that cheap: most bodies skip the
+    pattern), so the raw secret never waits in the writer's buffer; what is stored is the redacted record."""
     settings = make_settings(prompt_storage="redacted", log_flush_interval_s=3600, log_batch_size=2)
 
     def send() -> None:
@@ -113,8 +113,9 @@ def test_the_request_path_queues_the_replay_and_the_writer_redacts_it(make_setti
 
     with router_at(settings) as (url, app):
         send()
-        ((row, _),) = list(app.writer.buffer)
-        assert isinstance(row["replay"], PendingReplay)  # nothing redacted per request on the loop
+        ((queued, _),) = list(app.writer.buffer)
+        assert "bob@example.com" not in repr(queued.row) and "bob@example.com" not in repr(queued.values)
+        assert "mail [redacted]" in queued.row["replay"]  # the record, encoded to its stored JSON text
         send()  # a full batch: the writer wakes
         rows = _wait_rows(settings.db_url, 2)
     replay = json.loads(rows[0]) if isinstance(rows[0], str) else rows[0]
