@@ -85,8 +85,8 @@ def stored_headers(headers: Mapping[str, str], allow: Iterable[str]) -> dict[str
 @dataclass(slots=True, frozen=True)
 class PendingReplay:
     """What `replay_record` needs, by reference: the request log's writer builds the record when it prepares the
-    row, as the request ends (a large body's in its thread), so a request that is refused early never pays for
-    it (the router never changes a parsed body or its headers after routing)."""
+    row, as the request ends, or later in its thread for a large body (the router never changes a parsed body or
+    its headers after routing)."""
 
     body: Any
     headers: Mapping[str, str]
