@@ -156,7 +156,8 @@ def test_a_postgres_outage_during_copy_keeps_the_rows_for_the_next_try(pg_url):
 def test_the_writer_commits_whole_batches_and_leaves_a_partial_one_for_the_interval(engine):
     """Woken by a full batch, the writer writes full batches only: draining to the last row meant, under load,
     transactions of a few rows each rewriting the same tail pages (and a GIL hand-off per transaction)."""
-    writer = RequestLogWriter(engine, batch_size=10, flush_interval_s=0.3)
+    # an interval long enough that a slow machine still sees the two full batches before it (1 s, not 0.3)
+    writer = RequestLogWriter(engine, batch_size=10, flush_interval_s=1.0)
     commits: list[int] = []
     insert = writer._insert
     writer._insert = lambda batch: (commits.append(len(batch)), insert(batch))[1]  # type: ignore[method-assign]  # a spy on the instance
@@ -170,7 +171,7 @@ def test_the_writer_commits_whole_batches_and_leaves_a_partial_one_for_the_inter
             if writer.written >= 20:
                 break
         assert writer.written == 20 and len(writer.buffer) == 5 and commits == [10, 10]
-        for _ in range(200):  # the flush interval takes the rest
+        for _ in range(400):  # the flush interval takes the rest
             await asyncio.sleep(0.01)
             if writer.written == 25:
                 break
