@@ -25,6 +25,8 @@ def _sqlite_utc_text(theirs: Callable[[Any], Any]) -> Callable[[datetime | None]
     a naive one goes to the column type's own processor, which refuses it."""
 
     def process(value: datetime | None) -> str | None:
+        if value is not None and value.tzinfo is UTC:  # the router's own clock: the text before "+00:00"
+            return value.isoformat(" ", "microseconds")[:26]
         if value is None or value.utcoffset() is None:
             return theirs(value)
         return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")

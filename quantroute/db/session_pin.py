@@ -39,6 +39,8 @@ class SessionPin(SQLModel, table=True):
 # pin keeps them, so the replica that committed first decides the session's tier, arm and deployment.
 _CLAIMED = ("model", "tier", "arm", "deployment", "served_deployment", "last_node", "policy_version", "created_at")
 _COLUMNS = ("session_key", *_CLAIMED, "last_used", "expires_at")
+_OURS_END = 1 + len(_CLAIMED)  # a row's claimed columns are [1:_OURS_END]
+_CREATED, _LAST_USED = _COLUMNS.index("created_at"), _COLUMNS.index("last_used")
 
 
 class PinClaims:
@@ -66,6 +68,7 @@ class PinClaims:
         self.bind = bind_processors(table, _COLUMNS, dialect)
         self.result = result_processors(table, _COLUMNS, dialect)
         self.bind_now = self.bind[-1]
+        self.bind_first = [None if i == _LAST_USED else f for i, f in enumerate(self.bind)]  # see `statement`
         self._sql: dict[int, str] = {}  # the VALUES form by batch size
         # The JSON form: the table's own row type names the columns' types, so nothing here must keep in step
         self.json_sql = (self._upsert(f"SELECT {', '.join(_COLUMNS)} FROM json_populate_recordset("
@@ -88,23 +91,40 @@ class PinClaims:
             text = self._sql[n] = self._upsert(f"VALUES {', '.join([row] * n)}")
         return text
 
-    def statement(self, pins: list[dict], now: datetime) -> tuple[str, tuple]:
-        """(SQL text in the driver's paramstyle, parameters) for one batch; `pins` must not be empty."""
+    def statement(self, pins: list[dict], now: datetime) -> tuple[str, tuple, dict[str, tuple[tuple, dict]]]:
+        """(SQL text in the driver's paramstyle, parameters, what each key's row holds if it is ours) for one
+        batch; `pins` must not be empty. The third part is for `stored`: key -> (the claimed columns as the
+        driver returns them, the pin)."""
         ordered = sorted(pins, key=lambda p: p["session_key"])
         stamp = self.bind_now(now) if self.bind_now else now
         if self.json_sql:
             rows = orjson.dumps([{c: p[c] for c in _COLUMNS} for p in ordered]).decode()
-            return self.json_sql, (rows, *[stamp] * len(_CLAIMED))
+            return (self.json_sql, (rows, *[stamp] * len(_CLAIMED)),
+                    {p["session_key"]: (tuple([p[c] for c in _CLAIMED]), p) for p in ordered})
         params: list = []
+        ours = {}
+        bind_used = self.bind[_LAST_USED]
         for p in ordered:
-            params += [f(p[c]) if f else p[c] for c, f in zip(_COLUMNS, self.bind)]
+            values = [f(p[c]) if f else p[c] for c, f in zip(_COLUMNS, self.bind_first)]
+            if bind_used is not None:  # a first turn's last use is its creation: one timestamp bound, not two
+                used = p["last_used"]
+                values[_LAST_USED] = values[_CREATED] if used is p["created_at"] else bind_used(used)
+            ours[p["session_key"]] = (tuple(values[1:_OURS_END]), p)
+            params += values
         params += [stamp] * len(_CLAIMED)
-        return self.sql(len(pins)), tuple(params)
+        return self.sql(len(pins)), tuple(params), ours
 
-    def stored(self, rows) -> list[dict]:
-        """The RETURNING rows as column -> value dicts, datetimes aware."""
+    def stored(self, rows, ours: dict[str, tuple[tuple, dict]] | None = None) -> list[dict]:
+        """The RETURNING rows as column -> value dicts, datetimes aware. A row whose claimed columns are what this
+        batch wrote for its key (`ours`, from `statement`) is that pin's own dict: nearly every first turn's, and
+        comparing the driver's values costs a fraction of converting them (last_used and expires_at are the
+        batch's either way)."""
         out = []
         for r in rows:
+            mine = ours.get(r[0]) if ours else None
+            if mine is not None and r[1:_OURS_END] == mine[0]:
+                out.append(mine[1])
+                continue
             d = {c: (f(v) if f else v) for c, v, f in zip(_COLUMNS, r, self.result)}
             d["created_at"], d["last_used"], d["expires_at"] = map(aware, (d["created_at"], d["last_used"],
                                                                           d["expires_at"]))
@@ -114,8 +134,8 @@ class PinClaims:
     def claim(self, conn: Connection, pins: list[dict], now: datetime) -> list[dict]:
         if not pins:
             return []
-        sql, params = self.statement(pins, now)
-        return self.stored(conn.exec_driver_sql(sql, params).all())
+        sql, params, ours = self.statement(pins, now)
+        return self.stored(conn.exec_driver_sql(sql, params).all(), ours)
 
 
 def claim_pins(*, conn: Connection, pins: list[dict], now: datetime) -> list[dict]:

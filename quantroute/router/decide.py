@@ -272,7 +272,8 @@ class Decider:
         if pin.model != route.model:
             return True
         dep = route.node.deployment if route.node is not None else None
-        return (pin.tier == route.tier.value and pin.arm == route.arm
+        # Tier is a str enum: it equals its value, without the enum's `.value` descriptor (twice a first turn)
+        return (pin.tier == route.tier and pin.arm == route.arm
                 and (pin.deployment is None or pin.deployment == dep)
                 and (pin.served_deployment is None or pin.served_deployment == dep))
 

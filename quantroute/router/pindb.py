@@ -54,12 +54,12 @@ class ThreadedClaims:
                 return self.claims.claim(self._conn, rows, utcnow())
             # sqlite3 directly (autocommit: the statement is its own transaction): SQLAlchemy's execution path
             # cost more than the statement, in a thread that holds the GIL the event loop needs meanwhile
-            sql, params = self.claims.statement(rows, utcnow())
+            sql, params, ours = self.claims.statement(rows, utcnow())
             try:
                 fetched = self._conn.connection.driver_connection.execute(sql, params).fetchall()  # type: ignore[union-attr]  # a live pysqlite connection
             except sqlite3.OperationalError as e:  # locked, busy, I/O: the database's state, not these rows'
                 raise TransientError(f"{type(e).__name__}: {e}") from e
-            return self.claims.stored(fetched)
+            return self.claims.stored(fetched, ours)
         except Exception:
             self._drop()  # a broken or unknown-state connection is never reused
             raise
@@ -107,7 +107,7 @@ class SqliteClaims:
     async def claim(self, rows: list[dict], timeout_s: float) -> list[dict]:
         try:
             conn = self._connection()
-            sql, params = self.claims.statement(rows, utcnow())
+            sql, params, ours = self.claims.statement(rows, utcnow())
             fetched = conn.execute(sql, params).fetchall()
         except sqlite3.OperationalError as e:
             if (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF not in (SQLITE_BUSY, SQLITE_LOCKED):  # primary code
@@ -121,7 +121,7 @@ class SqliteClaims:
             self._drop()
             raise
         self.inline += 1
-        return self.claims.stored(fetched)
+        return self.claims.stored(fetched, ours)
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -156,10 +156,10 @@ class AsyncPgClaims:
                                               timeout_s)
                 self._conn, self._cur = conn, conn.cursor()
                 cur = self._cur
-            sql, params = self.claims.statement(rows, utcnow())
+            sql, params, ours = self.claims.statement(rows, utcnow())
             # bounded: a hung server must not hold every later pin behind this batch
             await asyncio.wait_for(cur.execute(sql, params), timeout_s)
-            return self.claims.stored(await cur.fetchall())
+            return self.claims.stored(await cur.fetchall(), ours)
         except (TimeoutError, psycopg.OperationalError, psycopg.InterfaceError) as e:
             await self.aclose()
             raise TransientError(f"{type(e).__name__}: {e}") from e

@@ -160,7 +160,32 @@ def test_claims_round_trip_exactly_and_postgres_sends_one_statement_text_for_any
         assert len(texts) == 3
     sent = [{**row(f"k-{i:02d}", "fp16"), "arm": "canary" if i % 3 else None, "last_node": f"n-{i}",
              "created_at": now - timedelta(microseconds=i * 7 + 1)} for i in range(40)]
+    for p in sent[::2]:  # a first turn's: last use and creation one object (bound once)
+        p["last_used"] = p["created_at"] = now - timedelta(microseconds=len(p["session_key"]) * 11 + 3)
+    sql, params, ours = claims.statement(list(reversed(sent)), now)
     with engine.begin() as conn:
-        got = claims.claim(conn, list(reversed(sent)), now)
+        fetched = conn.exec_driver_sql(sql, params).all()
+    got = claims.stored(fetched)  # every value converted back from what the database holds
     assert sorted(got, key=lambda p: p["session_key"]) == sent
     assert all(p["created_at"].utcoffset() == timedelta(0) for p in got)
+    # ... and with what the batch wrote: every row is ours, so each comes back as the very dict claimed
+    assert all(a is b for a, b in zip(sorted(claims.stored(fetched, ours), key=lambda p: p["session_key"]), sent))
+
+
+def test_a_pin_stored_first_elsewhere_comes_back_as_stored_even_when_it_differs_from_ours_in_one_column(engine):
+    """`stored` hands a claim its own dict only when every claimed column the database returned is what the batch
+    wrote: another replica's pin that differs in the tier alone (same key, same creation time to the
+    microsecond) or in the canary arm alone comes back with the stored values (both databases)."""
+    from quantroute.db.session_pin import PinClaims
+
+    claims = PinClaims(engine.dialect)
+    theirs = [row("tier-differs", "int4"), {**row("arm-differs", "fp16"), "arm": "canary"}]
+    with engine.begin() as conn:
+        claims.claim(conn, theirs, utcnow())
+    ours = [{**theirs[0], "tier": "fp16", "served_deployment": theirs[0]["served_deployment"]},
+            {**theirs[1], "arm": None}, row("fresh", "fp8")]
+    with engine.begin() as conn:
+        got = {p["session_key"]: p for p in claims.claim(conn, ours, utcnow())}
+    assert (got["tier-differs"]["tier"], got["arm-differs"]["arm"]) == ("int4", "canary")
+    assert got["tier-differs"] is not ours[0] and got["arm-differs"] is not ours[1]
+    assert got["fresh"] is ours[2]
