@@ -9,6 +9,10 @@ that does not depend on what else runs on the machine:
 
     python benchmarks/router_request_path.py [--mode none|fixed|new] [--requests 5000]
     valgrind --tool=callgrind --instr-atstart=no python benchmarks/router_request_path.py --callgrind --requests 300
+
+`--concurrency 32 --yields 2` runs 32 requests side by side and has the upstream answer two loop iterations
+later, as a socket does: new sessions' pins then go out in batches, as under load (with answers that come back
+at once, every first turn waits for its pin's commit, which a real upstream rarely makes it do).
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ import shutil
 import subprocess
 import tempfile
 import time
+import uuid
 from pathlib import Path
+
+import uvloop
 
 from quantroute.db.engine import init_db, make_engine
 from quantroute.node import NodeIdentity
@@ -52,7 +59,12 @@ class Answer:
 
 
 class Upstream:
+    def __init__(self, yields: int = 0) -> None:
+        self.yields = yields
+
     async def post(self, url, path, body, headers) -> Answer:
+        for _ in range(self.yields):  # the answer arrives a loop iteration later, as from a socket
+            await asyncio.sleep(0)
         return Answer()
 
     async def aclose(self) -> None:
@@ -70,7 +82,7 @@ async def run(args, tmp: Path) -> None:
         t.cancel()
     if app.pin_committer is not None and args.mode != "none":
         asyncio.get_running_loop().create_task(app.pin_committer.run())
-    app.upstream = app.forwarder.upstream = Upstream()  # type: ignore[union-attr]  # set by startup()
+    app.upstream = app.forwarder.upstream = Upstream(args.yields)  # type: ignore[union-attr]  # set by startup()
     for i, (deployment, tier, fmt) in enumerate(BACKENDS):
         app.fleet.register(NodeIdentity(url=f"http://127.0.0.1:{9000 + i}", model="llama3-8b", deployment=deployment,
                                         tier=tier, format=fmt))  # type: ignore[arg-type]  # pydantic parses them
@@ -85,7 +97,8 @@ async def run(args, tmp: Path) -> None:
         sent.append(message)
 
     async def one(i: int) -> None:
-        session = {"none": [], "fixed": [(b"x-session-id", b"fixed")], "new": [(b"x-session-id", f"s-{i}".encode())]}
+        session = {"none": [], "fixed": [(b"x-session-id", b"fixed")],
+                   "new": [(b"x-session-id", uuid.uuid4().hex.encode())]}  # random, as clients' ids are
         scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": base + session[args.mode]}
         messages = [{"type": "http.request", "body": body, "more_body": False}]
         never = asyncio.get_running_loop().create_future()
@@ -99,8 +112,11 @@ async def run(args, tmp: Path) -> None:
         await app(scope, receive, send)
         never.cancel()
 
-    for i in range(300):  # warm: caches, pins, the writer's prepared statement
-        await one(-1 - i)
+    async def some(n: int) -> None:
+        await asyncio.gather(*[one(i) for i in range(n)])
+
+    for _ in range(max(1, 300 // args.concurrency)):  # warm: caches, pins, the writer's prepared statement
+        await some(args.concurrency)
     assert sent[-2]["status"] == 200, sent[-2]
     app.writer.buffer.clear()
     gc.collect()
@@ -108,8 +124,8 @@ async def run(args, tmp: Path) -> None:
     if args.callgrind:
         subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], capture_output=True)
     started = time.process_time()
-    for i in range(args.requests):
-        await one(i)
+    for _ in range(args.requests // args.concurrency):
+        await some(args.concurrency)
     cpu = time.process_time() - started
     if args.callgrind:
         subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], capture_output=True)
@@ -118,8 +134,10 @@ async def run(args, tmp: Path) -> None:
     for k in range(0, len(rows), 100):
         app.writer._write(rows[k:k + 100])
     writer_cpu = time.process_time() - started
-    print(f"request path ({args.mode}): {cpu / args.requests * 1e6:.1f} us CPU per request; request log writer "
-          f"{writer_cpu / max(len(rows), 1) * 1e6:.1f} us CPU per row (100-row batches, its own thread in the router)")
+    done = args.requests // args.concurrency * args.concurrency
+    print(f"request path ({args.mode}, {args.concurrency} at a time): {cpu / done * 1e6:.1f} us CPU per request; "
+          f"request log writer {writer_cpu / max(len(rows), 1) * 1e6:.1f} us CPU per row (100-row batches, its own "
+          "thread in the router)")
     app.writer.buffer.clear()
     await app.shutdown()
 
@@ -129,11 +147,13 @@ def main() -> None:
     ap.add_argument("--mode", choices=("none", "fixed", "new"), default="none",
                     help="session mode, as in router_overhead")
     ap.add_argument("--requests", type=int, default=5000)
+    ap.add_argument("--concurrency", type=int, default=1, help="requests side by side (pins batch)")
+    ap.add_argument("--yields", type=int, default=0, help="loop iterations before the upstream answers")
     ap.add_argument("--callgrind", action="store_true", help="count instructions only around the measured requests")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="qr-path-"))
     try:
-        asyncio.run(run(args, tmp))
+        uvloop.run(run(args, tmp))  # the router's loop (uvicorn runs it with loop="uvloop")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
