@@ -174,16 +174,18 @@ def replay_rows(engine: Engine, *, limit: int = 500) -> pd.DataFrame:
 
 
 def pinned_sessions(engine: Engine, *, limit: int = 2000, now: datetime | None = None) -> pd.DataFrame:
-    """Live pins with the number of requests each session made (index on request_log.session_key) and how
-    many of them took their tier from the pin: those that arrived after it was written (the first request,
-    whose score chose the tier, arrived before; the router marks the others `x-quantroute-pinned: true`)."""
+    """Live pins with the number of requests each session made under that pin (the log names the pin by its
+    key and creation time; index on request_log.pin_created_at) and how many of them took their tier from the
+    pin: those that arrived after it was written (the first request, whose score chose the tier, arrived
+    before; the router marks the others `x-quantroute-pinned: true`)."""
     now = now or utcnow()
     return _frame(engine, """
         SELECT p.session_key, p.model, p.tier, p.arm, p.deployment, p.policy_version,
                p.created_at AS since, p.last_used AS last_seen, p.expires_at,
-               (SELECT COUNT(*) FROM request_log r WHERE r.session_key = p.session_key) AS requests,
-               (SELECT COUNT(*) FROM request_log r WHERE r.session_key = p.session_key
-                  AND r.ts > p.created_at) AS routed_by_pin
+               (SELECT COUNT(*) FROM request_log r WHERE r.pin_created_at = p.created_at
+                  AND r.session_key = p.session_key) AS requests,
+               (SELECT COUNT(*) FROM request_log r WHERE r.pin_created_at = p.created_at
+                  AND r.session_key = p.session_key AND r.ts > p.created_at) AS routed_by_pin
         FROM session_pin p WHERE p.expires_at > :now
         ORDER BY p.last_used DESC LIMIT :n""", now=_ts_param(engine, now), n=int(limit))
 

@@ -24,7 +24,11 @@ class RequestLog(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     ts: datetime = Field(index=True)  # when the request arrived
     request_id: str = ""
-    session_key: str | None = Field(default=None, index=True)
+    session_key: str | None = None
+    # The created_at of the session's pin in force when the request was answered (0960_log_pin_created): which
+    # pin, with session_key. Indexed in place of session_key: a first turn's pin is new, so its row appends to
+    # the index, where a random session key put it on a random leaf.
+    pin_created_at: datetime | None = Field(default=None, index=True)
     model: str  # logical model the client asked for
     deployment: str | None = Field(default=None, index=True)
     node: str | None = None

@@ -372,6 +372,8 @@ class Router:
             "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
             "retries": out.retries, "escalated": bool(route and route.escalated), "error": out.error,
             "affinity": route.affinity if route else None,
+            # the pin as stored (its claim resolved before the answer left: another replica's, if it won)
+            "pin_created_at": route.pin.created_at if route and route.pin else None,
             # what the dashboard's what-if replay needs to classify this request again under a draft policy,
             # as far as the prompt-storage setting allows (credentials in headers are never kept)
             "replay": PendingReplay(data, headers, self.settings.prompt_storage, self._log_headers(route))},

@@ -334,6 +334,9 @@ def test_session_counters_follow_the_filter_in_fidelity_order(stack):
 
 
 def test_requests_routed_by_a_pin_are_counted(stack):
+    """A session's requests under its pin (the log names the pin by key and creation time): not those of an
+    earlier pin of the same key (it expired; the session started over), nor another session's whose pin was
+    created at the same microsecond."""
     from datetime import timedelta
 
     from quantroute.clock import utcnow
@@ -343,14 +346,20 @@ def test_requests_routed_by_a_pin_are_counted(stack):
     engine, _ = stack
     t0 = utcnow()
     with session(engine) as s:
-        s.add(SessionPin(session_key="conv", model=MODEL, tier="int4", created_at=t0, last_used=t0,
-                         expires_at=t0 + timedelta(hours=1)))
+        for key in ("conv", "twin"):
+            s.add(SessionPin(session_key=key, model=MODEL, tier="int4", created_at=t0, last_used=t0,
+                             expires_at=t0 + timedelta(hours=1)))
         for dt in (-0.5, 2, 5):  # the first request arrived before its pin was written
             s.add(RequestLog(ts=t0 + timedelta(seconds=dt), model=MODEL, session_key="conv", tier="int4",
-                             status=200, latency_ms=10.0))
+                             status=200, latency_ms=10.0, pin_created_at=t0))
+        s.add(RequestLog(ts=t0 - timedelta(hours=2), model=MODEL, session_key="conv", tier="fp16", status=200,
+                         latency_ms=10.0, pin_created_at=t0 - timedelta(hours=3)))  # the key's earlier pin
+        s.add(RequestLog(ts=t0 + timedelta(seconds=1), model=MODEL, session_key="twin", tier="int4", status=200,
+                         latency_ms=10.0, pin_created_at=t0))
         s.commit()
-    row = queries.pinned_sessions(engine).set_index("session_key").loc["conv"]
-    assert (row["requests"], row["routed_by_pin"]) == (3, 2)
+    rows = queries.pinned_sessions(engine).set_index("session_key")
+    assert (rows.loc["conv", "requests"], rows.loc["conv", "routed_by_pin"]) == (3, 2)
+    assert (rows.loc["twin", "requests"], rows.loc["twin", "routed_by_pin"]) == (1, 1)
 
 
 # ---- 6/12. human timestamps, CSV downloads, spinners ------------------------------------------------------

@@ -14,3 +14,45 @@ def test_migrated_schema_matches_the_models(engine):
     with engine.connect() as c:
         diff = compare_metadata(MigrationContext.configure(c, opts={"compare_type": True}), SQLModel.metadata)
     assert diff == []
+
+
+def test_0960_names_logged_requests_by_their_live_pin_and_swaps_the_session_key_index(db_url):
+    """Upgrading a database that has pins and log rows (SQLite and PostgreSQL): rows of a session with a live
+    pin get that pin's creation time, others none; the session-key index goes, the pin-time index comes; and
+    downgrading puts the index back."""
+    from datetime import timedelta
+
+    from alembic import command
+    from sqlalchemy import inspect, text
+
+    from quantroute.clock import utcnow
+    from quantroute.db.engine import make_engine
+    from quantroute.db.schema import alembic_config
+
+    eng = make_engine(db_url)
+    try:
+        command.upgrade(alembic_config(eng), "0950_node_affinity")
+        created = utcnow() - timedelta(minutes=3)
+        with eng.begin() as c:
+            c.execute(text("INSERT INTO session_pin (session_key, model, tier, created_at, last_used, expires_at) "
+                           "VALUES ('s-live', 'm', 'int4', :t, :t, :e)"),
+                      {"t": created, "e": utcnow() + timedelta(hours=1)})
+            for i, key in enumerate(["s-live", "s-live", "s-gone", None]):
+                c.execute(text("INSERT INTO request_log (ts, request_id, session_key, model, rules, status, stream, "
+                               "latency_ms, retries, escalated) VALUES (:ts, :rid, :key, 'm', '[]', 200, false, "
+                               "1.0, 0, false)"), {"ts": utcnow(), "rid": f"r-{i}", "key": key})
+        command.upgrade(alembic_config(eng), "0960_log_pin_created")
+        with eng.connect() as c:
+            got = dict(c.execute(text("SELECT request_id, pin_created_at FROM request_log")).all())
+        assert [got[f"r-{i}"] is not None for i in range(4)] == [True, True, False, False]
+        with eng.connect() as c:  # the pin's own value, as the database holds it
+            same = c.execute(text("SELECT COUNT(*) FROM request_log r JOIN session_pin p "
+                                  "ON r.pin_created_at = p.created_at AND r.session_key = p.session_key")).scalar()
+        assert same == 2
+        indexes = {ix["name"] for ix in inspect(eng).get_indexes("request_log")}
+        assert "ix_request_log_pin_created_at" in indexes and "ix_request_log_session_key" not in indexes
+        command.downgrade(alembic_config(eng), "0950_node_affinity")
+        indexes = {ix["name"] for ix in inspect(eng).get_indexes("request_log")}
+        assert "ix_request_log_session_key" in indexes and "ix_request_log_pin_created_at" not in indexes
+    finally:
+        eng.dispose()

@@ -86,3 +86,34 @@ def test_router_purges_expired_pins_in_the_background(make_settings):
         assert keys(eng) == {"alive"}
         assert "quantroute_session_pins_purged_total 11.0" in httpx.get(url + "/metrics").text
     eng.dispose()
+
+
+def test_the_log_names_each_request_s_pin_so_the_dashboard_counts_a_session_s_turns(make_settings):
+    """Through a running router: every logged request of a session carries its pin's creation time as stored,
+    so the sessions view counts 3 turns (2 routed by the pin) for one session and 1 for another; a request
+    without a session names no pin."""
+    from dashboard import queries
+    from quantroute.db.request_log import RequestLog
+
+    settings = make_settings()
+    eng = make_engine(settings.db_url)
+    with router_at(settings) as (url, app):
+        for session in ("three", "one", "three", "three", None):
+            assert chat(url, TOLERANT, session=session).status_code == 200
+        wait_until(lambda: len(rows(eng)) == 5, what="5 logged requests", timeout=10)
+    with db_session(eng) as s:
+        pins = {p.session_key: p.created_at for p in s.exec(select(SessionPin))}
+        logged = [(r.session_key, r.pin_created_at) for r in s.exec(select(RequestLog))]
+    assert sorted(logged, key=str) == sorted([("three", pins["three"])] * 3 + [("one", pins["one"]), (None, None)],
+                                             key=str)
+    counts = queries.pinned_sessions(eng).set_index("session_key")
+    assert counts.loc["three", "requests"] == 3 and counts.loc["three", "routed_by_pin"] == 2
+    assert counts.loc["one", "requests"] == 1 and counts.loc["one", "routed_by_pin"] == 0
+    eng.dispose()
+
+
+def rows(engine) -> list:
+    from quantroute.db.request_log import RequestLog
+
+    with db_session(engine) as s:
+        return list(s.exec(select(RequestLog.id)))
