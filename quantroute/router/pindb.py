@@ -5,9 +5,10 @@
   the hop and the pool's ping and BEGIN/COMMIT round trips dominating a first turn's latency).
 - SQLite: the statement runs in the event loop on a kept sqlite3 connection that never waits: no busy timeout
   (a write lock held elsewhere answers SQLITE_BUSY at once) and no WAL checkpoints (the request log's writer
-  checkpoints, in its thread). Only a batch that finds the write lock taken goes to a worker thread, whose
-  connection waits for it. A thread hop per batch cost 2-3x the statement itself (~200 us of CPU on this
-  machine's vCPUs), and at the rates a router sees batches are small: it was a hop per first turn.
+  checkpoints, in its thread). Only a batch that finds the write lock taken goes to a worker thread, which
+  retries it until the lock is free or the claims' time is up. A thread hop per batch cost 2-3x the statement
+  itself (~200 us of CPU on this machine's vCPUs), and at the rates a router sees batches are small: it was a
+  hop per first turn.
 - Anything else: a kept SQLAlchemy connection in autocommit mode, used from a worker thread.
 
 Either way the statement is `PinClaims`' one read-or-create upsert, its own transaction."""
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import time
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection, Engine
@@ -37,6 +39,11 @@ class TransientError(Exception):
 SQLITE_BUSY, SQLITE_LOCKED = 5, 6
 
 
+def busy(e: sqlite3.OperationalError) -> bool:
+    """Another connection holds a lock this statement needs (the statement was rolled back whole)."""
+    return (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)  # the primary code
+
+
 class ThreadedClaims:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -44,25 +51,44 @@ class ThreadedClaims:
         self._conn: Connection | None = None
 
     async def claim(self, rows: list[dict], timeout_s: float) -> list[dict]:
-        return await asyncio.to_thread(self._claim, rows)
+        return await asyncio.to_thread(self._claim, rows, time.monotonic() + timeout_s)
 
-    def _claim(self, rows: list[dict]) -> list[dict]:
+    def _claim(self, rows: list[dict], deadline: float) -> list[dict]:
         if self._conn is None:
             self._conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            if self.engine.dialect.name == "sqlite":  # `_sqlite` waits for the lock itself, see there
+                self._conn.exec_driver_sql("PRAGMA busy_timeout=0")
         try:
             if self.engine.dialect.name != "sqlite":
                 return self.claims.claim(self._conn, rows, utcnow())
-            # sqlite3 directly (autocommit: the statement is its own transaction): SQLAlchemy's execution path
-            # cost more than the statement, in a thread that holds the GIL the event loop needs meanwhile
-            sql, params, ours = self.claims.statement(rows, utcnow())
-            try:
-                fetched = self._conn.connection.driver_connection.execute(sql, params).fetchall()  # type: ignore[union-attr]  # a live pysqlite connection
-            except sqlite3.OperationalError as e:  # locked, busy, I/O: the database's state, not these rows'
-                raise TransientError(f"{type(e).__name__}: {e}") from e
-            return self.claims.stored(fetched, ours)
+            return self._sqlite(rows, deadline)
         except Exception:
             self._drop()  # a broken or unknown-state connection is never reused
             raise
+
+    def _sqlite(self, rows: list[dict], deadline: float) -> list[dict]:
+        """The claim through sqlite3 directly (autocommit: the statement is its own transaction; SQLAlchemy's
+        execution path cost more than the statement, in a thread that holds the GIL the event loop needs
+        meanwhile), retried while another connection holds the write lock, until `deadline`.
+
+        The wait is ours, not SQLite's busy timeout: SQLite's handler sleeps 1, 2, 5, 10 ms... between tries, so
+        a batch that found a request-log commit (a few hundred microseconds) in the way waited 1.4 ms at the
+        median, and it kept trying for the whole timeout (30 s), however short the claims' own deadline. Here
+        the pause starts at 50 us and doubles up to 1 ms, and the batch gives up (TransientError: the committer
+        retries it or fails its claims) once its deadline has passed."""
+        sql, params, ours = self.claims.statement(rows, utcnow())
+        raw = self._conn.connection.driver_connection  # type: ignore[union-attr]  # a live pysqlite connection
+        if not isinstance(raw, sqlite3.Connection):
+            raise TypeError(f"the SQLite pin path needs a sqlite3 connection, got {type(raw).__name__}")
+        pause = 50e-6
+        while True:
+            try:
+                return self.claims.stored(raw.execute(sql, params).fetchall(), ours)
+            except sqlite3.OperationalError as e:  # locked, busy, I/O: the database's state, not these rows'
+                if not busy(e) or time.monotonic() + pause > deadline:
+                    raise TransientError(f"{type(e).__name__}: {e}") from e
+            time.sleep(pause)
+            pause = min(pause * 2, 1e-3)
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -110,11 +136,11 @@ class SqliteClaims:
             sql, params, ours = self.claims.statement(rows, utcnow())
             fetched = conn.execute(sql, params).fetchall()
         except sqlite3.OperationalError as e:
-            if (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF not in (SQLITE_BUSY, SQLITE_LOCKED):  # primary code
+            if not busy(e):
                 self._drop()
                 raise TransientError(f"{type(e).__name__}: {e}") from e
             # Another connection holds the write lock (a request-log batch, another worker): the statement was
-            # rolled back whole; the thread's connection waits for the lock, the loop does not.
+            # rolled back whole; a thread waits for the lock, the loop does not.
             self.deferred += 1
             return await self.waiting.claim(rows, timeout_s)
         except Exception:

@@ -110,6 +110,62 @@ def test_the_busy_fallback_is_counted(sqlite_engine):
     asyncio.run(claims.aclose())
 
 
+def _hold_write_lock(path: str, seconds: float) -> threading.Thread:
+    """Another connection takes SQLite's write lock now and keeps it for `seconds`."""
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+
+    def release() -> None:
+        threading.Event().wait(seconds)
+        other.execute("COMMIT")
+        other.close()
+
+    holder = threading.Thread(target=release)
+    holder.start()
+    return holder
+
+
+def test_a_thread_claim_gives_up_when_its_deadline_passes_with_the_lock_still_taken(sqlite_engine):
+    """The thread's wait for the write lock is bounded by the claims' deadline, not by the connection's 30 s busy
+    timeout: with the lock held for 2 s and 0.3 s to go, the claim fails (the committer then retries or fails
+    its requests) instead of storing the pin long after its requests gave up. Afterwards the same object
+    claims normally."""
+    from quantroute.router.pindb import TransientError
+
+    claims = ThreadedClaims(sqlite_engine)
+    holder = _hold_write_lock(sqlite_engine.url.database, 2.0)
+    with pytest.raises(TransientError, match="locked"):
+        asyncio.run(claims.claim([row("late")], 0.3))
+    assert holder.is_alive()  # it gave up while the lock was still held
+    holder.join()
+    assert asyncio.run(claims.claim([row("late")], 5))[0]["tier"] == "int4"
+    asyncio.run(claims.aclose())
+
+
+def test_a_pin_whose_batch_waits_past_its_deadline_fails_and_is_not_stored_later(sqlite_engine):
+    """Through the committer: the lock is held longer than the claim's timeout, so the request's pin fails with
+    `PinNotStored` (the request fails cleanly); no pin appears afterwards for a session whose first turn failed."""
+    from quantroute.router.pincommit import PinNotStored
+
+    async def go() -> BaseException | None:
+        committer = PinCommitter(sqlite_engine, timeout_s=0.3)
+        runner = asyncio.create_task(committer.run())
+        holder = _hold_write_lock(sqlite_engine.url.database, 2.0)
+        fut = committer.submit(row("gave-up"))
+        await asyncio.wait([fut], timeout=10)
+        err = fut.exception() if fut.done() else None
+        alive = holder.is_alive()
+        await asyncio.to_thread(holder.join)
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+        assert alive  # decided while the lock was still held
+        return err
+
+    assert isinstance(asyncio.run(go()), PinNotStored)
+    with sqlite3.connect(sqlite_engine.url.database) as c:
+        assert c.execute("SELECT count(*) FROM session_pin WHERE session_key = 'gave-up'").fetchone() == (0,)
+
+
 def test_a_batch_with_rows_the_database_refuses_stores_every_other_pin(engine):
     """On both databases (on PostgreSQL the rows travel as one JSON parameter): a row the database refuses (a
     missing model; on PostgreSQL also a NUL, which JSON can carry and a text column cannot) fails alone with
