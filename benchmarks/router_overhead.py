@@ -14,7 +14,8 @@ to first byte of a stream, errors and timeouts. The machine is shared, so every 
 `--rounds` rounds with its spread, and each row is also given as a ratio against baselines measured in the same
 round: the backend hit directly, and the `none` mode of the same database and worker count. `--peers` adds
 LiteLLM and the Rust vllm-router (benchmarks/support/peers.py) against the same backend; `--profile DIR`
-records the router with py-spy during each c=32 run (benchmarks/support/profile.py summarizes it).
+records the router with py-spy during each c=32 run (benchmarks/support/profile.py summarizes it);
+`--pin-async-commit` also runs each PostgreSQL router with `pin_synchronous_commit` off (rows `... async`).
 
 The backend answers at once (~0.1 ms), which shows every microsecond the router adds, and more than real traffic
 shows: a first turn's pin is committed while the request is forwarded, and a model's time to first token (tens
@@ -269,13 +270,16 @@ class Database:
 
 
 def run_router(bench: Bench, bports: list[int], db: Database, workers: int, modes: list[str],
-               policies: Path) -> list[dict]:
-    """Start one router (fresh DB), register the backends, measure every session mode, stop it."""
+               policies: Path, *, async_pins: bool = False) -> list[dict]:
+    """Start one router (fresh DB), register the backends, measure every session mode, stop it. `async_pins`:
+    the router runs with `pin_synchronous_commit` off (PostgreSQL: pins commit without waiting for the flush)."""
     rport = free_port()
     # Nodes registered through one worker reach the others through the DB: read it often during the bench.
     proc = start([PY, "-m", "quantroute.cli.main", "router", "--policies", str(policies), "--port", str(rport),
                   "--db", db.url, "--admin-token", "bench", "--workers", str(workers)],
-                 env={"QUANTROUTE_ROUTER_NODE_REFRESH_S": "0.3"}, log=bench.tmp / "router.log")
+                 env={"QUANTROUTE_ROUTER_NODE_REFRESH_S": "0.3",
+                      "QUANTROUTE_ROUTER_PIN_SYNCHRONOUS_COMMIT": "false" if async_pins else "true"},
+                 log=bench.tmp / "router.log")
     try:
         try:
             wait_port(rport, proc=proc)
@@ -285,7 +289,7 @@ def run_router(bench: Bench, bports: list[int], db: Database, workers: int, mode
             register(rport, bport, deployment, tier, fmt)
         time.sleep(1.0)
         bench.profiled = proc
-        label = f"quantroute {db.kind} w{workers}"
+        label = f"quantroute {db.kind} w{workers}{' async' if async_pins else ''}"
         rows = [bench.measure(label, rport, mode=m, pid=proc.pid, db=db.kind, workers=workers) for m in modes]
         logged, pins = db.counts()
         for r in rows:
@@ -316,6 +320,8 @@ def main() -> None:
                     help="session modes; repeat [none, fixed, new]")
     ap.add_argument("--peers", action="store_true", help="also run LiteLLM and vllm-router (installs into .peers/)")
     ap.add_argument("--profile", type=Path, default=None, help="py-spy raw profiles of each c=32 run into this dir")
+    ap.add_argument("--pin-async-commit", action="store_true",
+                    help="on PostgreSQL, also run each router with pin_synchronous_commit off (rows '... async')")
     ap.add_argument("--think-ms", type=float, default=0.0,
                     help="the backend waits this long before each completion's first byte (a model's time) [0]")
     args = ap.parse_args()
@@ -341,9 +347,11 @@ def main() -> None:
             results.append({**bench.measure("direct (backend)", bports[0], pid=backends[0].pid), "round": rnd})
             for spec in dbs:
                 for w in workers:
-                    with Database(spec, tmp) as db:
-                        results += [{**r, "round": rnd}
-                                    for r in run_router(bench, bports, db, w, modes, tmp / "policies")]
+                    for async_pins in ((False, True) if args.pin_async_commit and spec != "sqlite" else (False,)):
+                        with Database(spec, tmp) as db:
+                            results += [{**r, "round": rnd} for r in
+                                        run_router(bench, bports, db, w, modes, tmp / "policies",
+                                                   async_pins=async_pins)]
         if args.peers:
             from support.peers import run_peers
 
@@ -373,11 +381,11 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
           f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end. Medians of {rounds} round(s).")
     print(f"backend: waits {think_ms:g} ms before each completion's first byte" if think_ms else
           "backend: answers at once (~0.1 ms); --think-ms N stands in for a model's time")
-    print(f"{'target':<24}{'sessions':<9}{'p50 ms':>8}{'+p50':>7}{'p99 ms':>8}{'req/s@32':>10}{'spread':>13}"
+    print(f"{'target':<30}{'sessions':<9}{'p50 ms':>8}{'+p50':>7}{'p99 ms':>8}{'req/s@32':>10}{'spread':>13}"
           f"{'x none':>7}{'x direct':>9}{'CPU us':>8}{'+TTFB':>7}{'errors':>7}{'t/o':>5}{'pins':>8}")
     for (label, mode), rows in groups.items():
         if "unavailable" in rows[0]:
-            print(f"{label:<24}  not measured: {rows[0]['unavailable']}")
+            print(f"{label:<30}  not measured: {rows[0]['unavailable']}")
             continue
         direct = [by_round[(r["round"], "direct (backend)", "none")] for r in rows]
         base = [by_round.get((r["round"], label, "none"), r) for r in rows]
@@ -392,7 +400,7 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
         pins = str(rows[-1]["pins"]) if "pins" in rows[-1] else "-"
         cpus = [r["cpu_us"] for r in rows if r.get("cpu_us") is not None]
         cpu = f"{statistics.median(cpus):.0f}" if cpus else "-"
-        print(f"{label:<24}{mode:<9}{med('p50_ms'):>8.3f}{add_p50:>7.3f}{med('p99_ms'):>8.3f}{med('rps32'):>10.0f}"
+        print(f"{label:<30}{mode:<9}{med('p50_ms'):>8.3f}{add_p50:>7.3f}{med('p99_ms'):>8.3f}{med('rps32'):>10.0f}"
               f"{_spread([r['rps32'] for r in rows], '{:.0f}'):>13}{x_none:>7.2f}{x_direct:>9.2f}{cpu:>8}"
               f"{add_ttfb:>7.3f}"
               f"{sum(r['errors'] for r in rows):>7}{sum(r['timeouts'] for r in rows):>5}{pins:>8}")

@@ -47,9 +47,10 @@ def transient(e: BaseException) -> bool:
 
 class PinCommitter:
     def __init__(self, engine: Engine, *, timeout_s: float = 5.0, max_batch: int = 256,
-                 on_batch: Callable[[int], None] | None = None) -> None:
+                 on_batch: Callable[[int], None] | None = None, synchronous: bool = True) -> None:
         self._engine = engine
-        self._db = claims_for(engine)  # one kept connection: no pool checkout, ping or BEGIN per batch
+        self.synchronous = synchronous  # PostgreSQL: each commit waits for its WAL flush (see claims_for)
+        self._db = claims_for(engine, synchronous=synchronous)  # one kept connection: no checkout, ping, BEGIN
         self._retired: list[Claims] = []
         self.timeout_s = timeout_s
         self.max_batch = max_batch
@@ -68,7 +69,7 @@ class PinCommitter:
     @engine.setter
     def engine(self, engine: Engine) -> None:  # the next batch connects to this one
         self._retired.append(self._db)
-        self._engine, self._db = engine, claims_for(engine)
+        self._engine, self._db = engine, claims_for(engine, synchronous=self.synchronous)
 
     def submit(self, row: dict) -> asyncio.Future:
         """Queue a pin row (the `session_pin` columns); the future resolves with the pin in force."""

@@ -92,6 +92,12 @@ class RouterSettings(BaseSettings):
     pin_commit_timeout_s: float = Field(
         default=5.0, gt=0, description="How long a new session's pin may take to be stored (retried meanwhile) "
         "before its request fails with 503: no answer leaves before its pin is durable")
+    pin_synchronous_commit: bool = Field(
+        default=True, description="PostgreSQL: a new session's pin commit waits for its WAL record to reach disk "
+        "(it survives a database crash). Off: the pin is visible to every replica as soon as it commits, as "
+        "before, and reaches disk within ~0.6 s (3 x wal_writer_delay), so a crash of the PostgreSQL server can "
+        "lose the newest pins (those sessions pin again, perhaps at another tier); saves a disk flush on each "
+        "first turn's path. SQLite never flushes a commit (synchronous=NORMAL)")
     pin_purge_interval_s: float = Field(default=60.0, gt=0, description="How often to delete expired session pins")
     pin_purge_batch: int = Field(default=1000, ge=1, description="Expired pins deleted per statement")
     pin_purge_max_batches: int = Field(default=20, ge=1, description="Statements per purge run; the rest waits")

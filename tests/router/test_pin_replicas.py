@@ -55,9 +55,14 @@ def turn(client: openai.OpenAI, session: str, i: int) -> tuple[str, str, str | N
 
 
 @pytest.mark.postgres
-def test_turns_alternating_between_two_replicas_as_fast_as_a_client_can_never_move(make_settings, pg_url, policies):
+@pytest.mark.parametrize("synchronous", [True, False], ids=["flushed", "async-commit"])
+def test_turns_alternating_between_two_replicas_as_fast_as_a_client_can_never_move(make_settings, pg_url, policies,
+                                                                                   synchronous):
+    """Also with `pin_synchronous_commit` off: a commit is visible to the other replica at once either way."""
     write_policy(policies, 2, canaries=CANARY)  # arms too: a canary at 50 %
-    with router_at(make_settings(db_url=pg_url)) as (u1, a1), router_at(make_settings(db_url=pg_url)) as (u2, a2):
+    settings = [make_settings(db_url=pg_url, pin_synchronous_commit=synchronous) for _ in range(2)]
+    with router_at(settings[0]) as (u1, a1), router_at(settings[1]) as (u2, a2):
+        assert a1.pin_committer.synchronous is a2.pin_committer.synchronous is synchronous
         clients = [openai.OpenAI(base_url=u + "/v1", api_key="unused", max_retries=0) for u in (u1, u2)]
 
         def session(n: int) -> list[tuple]:

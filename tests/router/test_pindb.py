@@ -166,6 +166,53 @@ def test_a_pin_whose_batch_waits_past_its_deadline_fails_and_is_not_stored_later
         assert c.execute("SELECT count(*) FROM session_pin WHERE session_key = 'gave-up'").fetchone() == (0,)
 
 
+@pytest.mark.postgres
+@pytest.mark.parametrize("synchronous", [True, False])
+def test_postgres_pins_commit_without_the_flush_only_when_asked_and_are_visible_at_once(pg_url, synchronous):
+    """`pin_synchronous_commit` off: the pin connection alone commits without waiting for its WAL flush (every
+    other connection keeps the server's setting), and a pin is visible to another connection (another replica)
+    the moment its claim resolved, as with the flush. Through the router's own committer."""
+    from quantroute.db.engine import init_db
+
+    eng = make_engine(pg_url)
+    init_db(eng)
+
+    async def go() -> tuple[dict, str, tuple | None]:
+        committer = PinCommitter(eng, timeout_s=10, synchronous=synchronous)
+        runner = asyncio.create_task(committer.run())
+        pin = await committer.submit(row(f"async-{synchronous}"))
+        # what another replica reads right now, on a connection of its own
+        reader = make_engine(pg_url)
+        with reader.connect() as other:
+            seen = other.exec_driver_sql("SELECT tier FROM session_pin WHERE session_key = %s",
+                                         (pin["session_key"],)).first()
+        reader.dispose()
+        setting = (await (await committer._db._conn.execute("SHOW synchronous_commit")).fetchone())[0]
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+        return pin, setting, tuple(seen) if seen else None
+
+    try:
+        pin, setting, seen = asyncio.run(go())
+        assert setting == ("on" if synchronous else "off")
+        assert seen == (pin["tier"],) == ("int4",)
+        with eng.connect() as c:  # the request log's and everyone else's connections: the server's default
+            assert c.exec_driver_sql("SHOW synchronous_commit").scalar_one() == "on"
+    finally:
+        eng.dispose()
+
+
+def test_the_setting_reaches_the_pin_connection_of_every_engine_the_committer_moves_to(sqlite_engine):
+    """A committer built with `synchronous=False` keeps it when its engine is replaced (a DB URL change)."""
+    from quantroute.router.pindb import ThreadedClaims as Threaded
+
+    committer = PinCommitter(sqlite_engine, synchronous=False)
+    committer.engine = sqlite_engine
+    assert committer.synchronous is False
+    assert isinstance(committer._db, SqliteClaims)  # SQLite: no flush per commit to skip
+    assert Threaded(sqlite_engine, synchronous=False).synchronous is False
+
+
 def test_a_batch_with_rows_the_database_refuses_stores_every_other_pin(engine):
     """On both databases (on PostgreSQL the rows travel as one JSON parameter): a row the database refuses (a
     missing model; on PostgreSQL also a NUL, which JSON can carry and a text column cannot) fails alone with
