@@ -239,11 +239,14 @@ class Decider:
 
             fut.add_done_callback(release)
             timer = loop.call_later(timeout_s, release)
+            waited = time.perf_counter()
             try:
                 await waiter
             finally:
                 timer.cancel()
                 fut.remove_done_callback(release)
+                if self.metrics:
+                    self.metrics.pin_wait.observe(time.perf_counter() - waited)
             if not fut.done():
                 raise SessionPinUnavailable(f"the pin of session {route.session_key!r} was not stored within "
                                             f"{timeout_s:g}s; retry later",

@@ -70,6 +70,12 @@ class RouterMetrics:
                                       "session's last turn on (node affinity)", registry=r)
         self.pin_batch = Histogram("quantroute_pin_commit_batch_size", "New session pins stored per transaction",
                                    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
+        # What a session pin costs a client: only answers that were ready before their pin was stored are
+        # observed (their count over the batch histogram's sum is the share of first turns that waited at all)
+        self.pin_wait = Histogram("quantroute_pin_wait_seconds",
+                                  "Time a first turn's ready answer waited for its session pin's commit",
+                                  buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1),
+                                  registry=r)
         self.rejected = Counter("quantroute_requests_rejected_total",
                                 "Requests refused before routing: concurrency (replica at its limit), body_timeout",
                                 ["reason"], registry=r)

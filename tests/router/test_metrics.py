@@ -79,3 +79,36 @@ def test_request_series_render_what_prometheus_client_rendered():
                 for f in text_string_to_metric_families(text) if not f.name.endswith("_created")}
 
     assert families(mine) == families(theirs)
+
+
+def test_an_answer_held_for_its_pin_is_counted_with_how_long_it_waited(make_settings):
+    """Another connection holds SQLite's write lock for a second when a session's first turn arrives: the
+    answer is ready long before the pin can be stored, so it waits, and /metrics counts that one wait with its
+    time. A request without a session and the session's next turn (its pin stored) add none."""
+    import sqlite3
+    import threading
+
+    from tests.router.conftest import router_at
+
+    settings = make_settings()
+    with router_at(settings) as (url, app):
+        assert chat(url, TOLERANT).status_code == 200
+        before = samples(url)
+        assert before["quantroute_pin_wait_seconds_count"][0].value == 0
+        other = sqlite3.connect(settings.db_url.removeprefix("sqlite:///"), isolation_level=None,
+                                check_same_thread=False)
+        other.execute("BEGIN IMMEDIATE")
+        timer = threading.Timer(1.0, lambda: other.execute("COMMIT"))
+        timer.start()
+        try:
+            assert chat(url, TOLERANT, session="held").status_code == 200
+        finally:
+            timer.join()
+            other.close()
+        for session in ("held", None):
+            assert chat(url, TOLERANT, session=session).status_code == 200
+        m = samples(url)
+    (count,), (total,) = m["quantroute_pin_wait_seconds_count"], m["quantroute_pin_wait_seconds_sum"]
+    assert count.value == 1
+    assert 0.1 < total.value < 5  # most of the second the lock was still held (the answer took milliseconds)
+    assert app.pins.cache["held"].stored is None
