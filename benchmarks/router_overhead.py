@@ -138,6 +138,41 @@ def ttfb_ms(port: int, path: str, body: bytes, mode: str, n: int = 200) -> float
     return statistics.median(samples)
 
 
+class PinCounters:
+    """A router's pin counters from /metrics: pins stored, batches, answers that waited for their pin and the
+    seconds they waited. A scrape reaches one worker, so this is read with one worker only."""
+
+    NAMES = {"quantroute_pin_commit_batch_size_sum": "claimed", "quantroute_pin_commit_batch_size_count": "batches",
+             "quantroute_pin_wait_seconds_count": "waited", "quantroute_pin_wait_seconds_sum": "wait_s"}
+
+    def __init__(self, **values: float) -> None:
+        self.values = {k: values.get(k, 0.0) for k in self.NAMES.values()}
+
+    def __sub__(self, other: PinCounters) -> PinCounters:
+        return PinCounters(**{k: v - other.values[k] for k, v in self.values.items()})
+
+    @property
+    def claimed(self) -> float:
+        return self.values["claimed"]
+
+    def figures(self) -> dict:
+        v = self.values
+        return {"pins_per_batch": v["claimed"] / max(v["batches"], 1), "waited_share": v["waited"] / v["claimed"],
+                "wait_ms": v["wait_s"] / v["waited"] * 1000 if v["waited"] else 0.0}
+
+
+def pin_counters(port: int) -> PinCounters:
+    import httpx
+
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    found = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in PinCounters.NAMES:
+            found[PinCounters.NAMES[name]] = float(value)
+    return PinCounters(**found)
+
+
 def cpu_seconds(pid: int | None) -> float:
     """User + system CPU time of a process and its descendants (a router's workers), every thread included."""
     if pid is None:
@@ -187,15 +222,18 @@ class Bench:
         c1 = run_wrk(url, lua_script(self.tmp, self.body, mode), 1, self.seconds)
         spy = self._profile(f"{label}-{mode}".replace(" ", "_"))
         cpu0 = cpu_seconds(pid)
+        pins0 = pin_counters(port) if tags.get("workers") == 1 else None
         c32 = run_wrk(url, lua_script(self.tmp, self.body, mode), 32, self.seconds)
         cpu = cpu_seconds(pid) - cpu0 if pid is not None else None
+        pins = pin_counters(port) - pins0 if pins0 is not None else None
         if spy is not None:
             spy.wait(60)
         return {"label": label, "mode": mode, **tags, "p50_ms": c1["p50_ms"], "p99_ms": c1["p99_ms"],
                 "rps32": c32["rps"], "cpu_us": cpu / c32["requests"] * 1e6 if cpu is not None else None,
                 "errors": c1["errors"] + c32["errors"],
                 "timeouts": c1["timeouts"] + c32["timeouts"],
-                "ttfb_ms": ttfb_ms(port, path, self.stream_body, mode)}
+                "ttfb_ms": ttfb_ms(port, path, self.stream_body, mode),
+                **(pins.figures() if pins is not None and pins.claimed else {})}
 
     def _profile(self, name: str) -> subprocess.Popen | None:
         if self.profile_dir is None or self.profiled is None:
@@ -404,6 +442,16 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
               f"{_spread([r['rps32'] for r in rows], '{:.0f}'):>13}{x_none:>7.2f}{x_direct:>9.2f}{cpu:>8}"
               f"{add_ttfb:>7.3f}"
               f"{sum(r['errors'] for r in rows):>7}{sum(r['timeouts'] for r in rows):>5}{pins:>8}")
+    pin_rows = [(label, mode, rows) for (label, mode), rows in groups.items()
+                if any("pins_per_batch" in r for r in rows)]
+    if pin_rows:
+        print("pins at c=32 (one worker, from its /metrics): pins a batch, share of first turns whose ready answer "
+              "waited for its pin, mean wait of those")
+        for label, mode, rows in pin_rows:
+            rs = [r for r in rows if "pins_per_batch" in r]
+            print(f"{label:<30}{mode:<9}{statistics.median(r['pins_per_batch'] for r in rs):>8.1f} pins/batch "
+                  f"{statistics.median(r['waited_share'] for r in rs) * 100:>5.0f} % waited "
+                  f"{statistics.median(r['wait_ms'] for r in rs):>7.3f} ms")
     if peers:
         from support.peers import REFERENCE
 
