@@ -54,6 +54,24 @@ def test_sqlite_timestamps_match_sqlalchemy(model, column) -> None:
         theirs_bind(datetime(2026, 12, 1))
 
 
+def test_sqlite_timestamps_in_runs_within_a_second_and_past_the_kept_prefixes_match_sqlalchemy() -> None:
+    """The text up to the second is kept per second: runs of timestamps within one second (microseconds 0 and
+    999999 among them), the same wall time on other days, months and years (a key missing a field would reuse
+    their text), and more seconds than are kept, revisited after the cache was cleared."""
+    from quantroute.db.processors import PREFIXES_KEPT
+
+    dialect = create_engine("sqlite://").dialect
+    table = table_of(SessionPin)
+    ours, = bind_processors(table, ("created_at",), dialect)
+    theirs = table.c["created_at"].type.dialect_impl(dialect).bind_processor(dialect)
+    start = datetime(2026, 12, 1, 23, 59, 58, 0, UTC)
+    runs = [start + timedelta(microseconds=us) for us in (0, 1, 999_999, 1_000_000, 1_000_001, 2_999_999)]
+    elsewhere = [start.replace(day=2), start.replace(month=11), start.replace(year=2025), start.replace(minute=1)]
+    many = [start + timedelta(seconds=k, microseconds=k) for k in range(PREFIXES_KEPT * 2 + 3)]
+    for dt in [*runs, *elsewhere, *many, *many[::-7], *runs]:
+        assert ours(dt) == theirs(dt), dt
+
+
 def test_other_columns_and_databases_keep_sqlalchemys_processors() -> None:
     table = table_of(SessionPin)
     for url in ("sqlite://", "postgresql+psycopg://"):
