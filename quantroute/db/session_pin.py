@@ -60,8 +60,7 @@ class PinClaims:
     server plans it once (a prepared statement). The profile of the VALUES form showed psycopg re-splitting the
     query text per batch in Python (it caches only statements of up to 50 parameters; a pin has 11) at half of
     the claim's client CPU, and a prepared statement per batch size. orjson writes the JSON in C; timestamps go as
-    ISO 8601 with their offset, which the `timestamptz` columns read exactly. There the server also compares
-    what it stored with what was sent, and returns only the pins stored first elsewhere (see `_json_claim`)."""
+    ISO 8601 with their offset, which the `timestamptz` columns read exactly."""
 
     def __init__(self, dialect: Dialect) -> None:
         table = table_of(SessionPin)
@@ -72,29 +71,17 @@ class PinClaims:
         self.bind_first = [None if i == _LAST_USED else f for i, f in enumerate(self.bind)]  # see `statement`
         self._sql: dict[int, str] = {}  # the VALUES form by batch size
         # The JSON form: the table's own row type names the columns' types, so nothing here must keep in step
-        self.json_sql = self._json_claim() if dialect.name == "postgresql" and dialect.driver == "psycopg" else ""
+        self.json_sql = (self._upsert(f"SELECT {', '.join(_COLUMNS)} FROM json_populate_recordset("
+                                      f"NULL::{SessionPin.__tablename__}, {self.mark}::json)")
+                         if dialect.name == "postgresql" and dialect.driver == "psycopg" else "")
 
-    def _upsert(self, rows: str, now: str | None = None) -> str:
-        """The claim around `rows` (a VALUES list or a SELECT); `now` is its placeholder, by default a positional
-        one after the rows' parameters, once per claimed column."""
-        t, m, cols = SessionPin.__tablename__, now or self.mark, ", ".join(_COLUMNS)
+    def _upsert(self, rows: str) -> str:
+        """The claim around `rows` (a VALUES list or a SELECT); `now` follows the rows' parameters, once per
+        claimed column."""
+        t, m, cols = SessionPin.__tablename__, self.mark, ", ".join(_COLUMNS)
         fresh = [f"{c} = CASE WHEN {t}.expires_at <= {m} THEN excluded.{c} ELSE {t}.{c} END" for c in _CLAIMED]
         return (f"INSERT INTO {t} ({cols}) {rows} ON CONFLICT (session_key) DO UPDATE SET {', '.join(fresh)}, "
                 f"last_used = excluded.last_used, expires_at = excluded.expires_at RETURNING {cols}")
-
-    def _json_claim(self) -> str:
-        """The PostgreSQL form (named parameters: the rows' JSON, and `now` once). Its first column is the number
-        of pins written (every row is inserted or updated, or the statement fails); then, one row each, the pins
-        whose claimed columns the server found differ from what this batch sent: stored first by another replica
-        or worker. A batch of pins that are all ours, nearly every one, returns the count alone: nothing to send
-        back, parse or convert (reading every pin back was ~40 % of a 16-pin claim's client CPU, timed alone)."""
-        t, cols = SessionPin.__tablename__, ", ".join(_COLUMNS)
-        sent, stored = (", ".join(f"{alias}.{c}" for c in _CLAIMED) for alias in ("input", "ins"))
-        return (f"WITH input AS (SELECT {cols} FROM json_populate_recordset(NULL::{t}, %(rows)s::json)), "
-                f"ins AS ({self._upsert(f'SELECT {cols} FROM input', now='%(now)s')}) "
-                "SELECT written.n, theirs.* FROM (SELECT count(*) AS n FROM ins) AS written LEFT JOIN "
-                f"(SELECT ins.* FROM ins JOIN input USING (session_key) WHERE ({stored}) IS DISTINCT FROM ({sent})) "
-                "AS theirs ON true")
 
     def sql(self, n: int) -> str:
         """The VALUES form for `n` rows."""
@@ -104,15 +91,16 @@ class PinClaims:
             text = self._sql[n] = self._upsert(f"VALUES {', '.join([row] * n)}")
         return text
 
-    def statement(self, pins: list[dict], now: datetime) -> tuple[str, tuple | dict, dict[str, tuple[tuple, dict]]]:
+    def statement(self, pins: list[dict], now: datetime) -> tuple[str, tuple, dict[str, tuple[tuple, dict]]]:
         """(SQL text in the driver's paramstyle, parameters, what each key's row holds if it is ours) for one
         batch; `pins` must not be empty. The third part is for `stored`: key -> (the claimed columns as the
-        driver returns them, the pin); in the JSON form, which the server compares, key -> ((), the pin)."""
+        driver returns them, the pin)."""
         ordered = sorted(pins, key=lambda p: p["session_key"])
         stamp = self.bind_now(now) if self.bind_now else now
         if self.json_sql:
             rows = orjson.dumps([{c: p[c] for c in _COLUMNS} for p in ordered]).decode()
-            return self.json_sql, {"rows": rows, "now": stamp}, {p["session_key"]: ((), p) for p in ordered}
+            return (self.json_sql, (rows, *[stamp] * len(_CLAIMED)),
+                    {p["session_key"]: (tuple([p[c] for c in _CLAIMED]), p) for p in ordered})
         params: list = []
         ours = {}
         bind_used = self.bind[_LAST_USED]
@@ -130,32 +118,18 @@ class PinClaims:
         """The RETURNING rows as column -> value dicts, datetimes aware. A row whose claimed columns are what this
         batch wrote for its key (`ours`, from `statement`) is that pin's own dict: nearly every first turn's, and
         comparing the driver's values costs a fraction of converting them (last_used and expires_at are the
-        batch's either way). In the JSON form the rows are the server's comparison (see `_json_claim`), and
-        `ours` is needed."""
-        if self.json_sql:
-            return self._stored_json(rows, ours or {})
+        batch's either way)."""
         out = []
         for r in rows:
             mine = ours.get(r[0]) if ours else None
             if mine is not None and r[1:_OURS_END] == mine[0]:
                 out.append(mine[1])
                 continue
-            out.append(self._convert(r))
+            d = {c: (f(v) if f else v) for c, v, f in zip(_COLUMNS, r, self.result)}
+            d["created_at"], d["last_used"], d["expires_at"] = map(aware, (d["created_at"], d["last_used"],
+                                                                          d["expires_at"]))
+            out.append(d)
         return out
-
-    def _stored_json(self, rows, ours: dict[str, tuple[tuple, dict]]) -> list[dict]:
-        written = rows[0][0] if rows else 0
-        if written != len(ours):  # the upsert writes every row or fails whole: a mismatch is no claim to trust
-            raise RuntimeError(f"the pin claim wrote {written} of {len(ours)} pins")
-        theirs = {r[1]: self._convert(r[1:]) for r in rows if r[1] is not None}
-        return [theirs.get(key) or pin for key, (_, pin) in ours.items()]
-
-    def _convert(self, r) -> dict:
-        """A stored row as the column -> value dict a claim resolves with, datetimes aware."""
-        d = {c: (f(v) if f else v) for c, v, f in zip(_COLUMNS, r, self.result)}
-        d["created_at"], d["last_used"], d["expires_at"] = map(aware, (d["created_at"], d["last_used"],
-                                                                      d["expires_at"]))
-        return d
 
     def claim(self, conn: Connection, pins: list[dict], now: datetime) -> list[dict]:
         if not pins:
