@@ -155,9 +155,11 @@ class PinCounters:
     def claimed(self) -> float:
         return self.values["claimed"]
 
-    def figures(self) -> dict:
+    def figures(self, requests: int) -> dict:
+        """Over a run of `requests`: pins a batch, the share of requests whose answer waited for a pin (with a
+        fixed session, the turns that arrived while its one pin was being stored), their mean wait."""
         v = self.values
-        return {"pins_per_batch": v["claimed"] / max(v["batches"], 1), "waited_share": v["waited"] / v["claimed"],
+        return {"pins_per_batch": v["claimed"] / max(v["batches"], 1), "waited_share": v["waited"] / max(requests, 1),
                 "wait_ms": v["wait_s"] / v["waited"] * 1000 if v["waited"] else 0.0}
 
 
@@ -233,7 +235,7 @@ class Bench:
                 "errors": c1["errors"] + c32["errors"],
                 "timeouts": c1["timeouts"] + c32["timeouts"],
                 "ttfb_ms": ttfb_ms(port, path, self.stream_body, mode),
-                **(pins.figures() if pins is not None and pins.claimed else {})}
+                **(pins.figures(c32["requests"]) if pins is not None and pins.claimed else {})}
 
     def _profile(self, name: str) -> subprocess.Popen | None:
         if self.profile_dir is None or self.profiled is None:
@@ -445,8 +447,8 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
     pin_rows = [(label, mode, rows) for (label, mode), rows in groups.items()
                 if any("pins_per_batch" in r for r in rows)]
     if pin_rows:
-        print("pins at c=32 (one worker, from its /metrics): pins a batch, share of first turns whose ready answer "
-              "waited for its pin, mean wait of those")
+        print("pins at c=32 (one worker, from its /metrics): pins a batch, share of requests whose ready answer "
+              "waited for its session's pin, mean wait of those")
         for label, mode, rows in pin_rows:
             rs = [r for r in rows if "pins_per_batch" in r]
             print(f"{label:<30}{mode:<9}{statistics.median(r['pins_per_batch'] for r in rs):>8.1f} pins/batch "
