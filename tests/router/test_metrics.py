@@ -3,10 +3,13 @@ deployment, a build-info gauge, drop counters by reason present from the start."
 
 from __future__ import annotations
 
+import sqlite3
+import threading
+
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.router.conftest import INT4, INT4_V2, TOLERANT, chat
+from tests.router.conftest import INT4, INT4_V2, TOLERANT, chat, router_at
 
 
 def samples(url: str) -> dict[str, list]:
@@ -85,11 +88,6 @@ def test_an_answer_held_for_its_pin_is_counted_with_how_long_it_waited(make_sett
     """Another connection holds SQLite's write lock for a second when a session's first turn arrives: the
     answer is ready long before the pin can be stored, so it waits, and /metrics counts that one wait with its
     time. A request without a session and the session's next turn (its pin stored) add none."""
-    import sqlite3
-    import threading
-
-    from tests.router.conftest import router_at
-
     settings = make_settings()
     with router_at(settings) as (url, app):
         assert chat(url, TOLERANT).status_code == 200
