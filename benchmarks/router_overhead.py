@@ -42,6 +42,7 @@ from pathlib import Path
 
 from quantroute.ports import free_port
 from support.peers import stop
+from support.pin_counters import pin_counters, pin_figures
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -138,43 +139,6 @@ def ttfb_ms(port: int, path: str, body: bytes, mode: str, n: int = 200) -> float
     return statistics.median(samples)
 
 
-class PinCounters:
-    """A router's pin counters from /metrics: pins stored, batches, answers that waited for their pin and the
-    seconds they waited. A scrape reaches one worker, so this is read with one worker only."""
-
-    NAMES = {"quantroute_pin_commit_batch_size_sum": "claimed", "quantroute_pin_commit_batch_size_count": "batches",
-             "quantroute_pin_wait_seconds_count": "waited", "quantroute_pin_wait_seconds_sum": "wait_s"}
-
-    def __init__(self, **values: float) -> None:
-        self.values = {k: values.get(k, 0.0) for k in self.NAMES.values()}
-
-    def __sub__(self, other: PinCounters) -> PinCounters:
-        return PinCounters(**{k: v - other.values[k] for k, v in self.values.items()})
-
-    @property
-    def claimed(self) -> float:
-        return self.values["claimed"]
-
-    def figures(self, requests: int) -> dict:
-        """Over a run of `requests`: pins a batch, the share of requests whose answer waited for a pin (with a
-        fixed session, the turns that arrived while its one pin was being stored), their mean wait."""
-        v = self.values
-        return {"pins_per_batch": v["claimed"] / max(v["batches"], 1), "waited_share": v["waited"] / max(requests, 1),
-                "wait_ms": v["wait_s"] / v["waited"] * 1000 if v["waited"] else 0.0}
-
-
-def pin_counters(port: int) -> PinCounters:
-    import httpx
-
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
-    found = {}
-    for line in text.splitlines():
-        name, _, value = line.partition(" ")
-        if name in PinCounters.NAMES:
-            found[PinCounters.NAMES[name]] = float(value)
-    return PinCounters(**found)
-
-
 def cpu_seconds(pid: int | None) -> float:
     """User + system CPU time of a process and its descendants (a router's workers), every thread included."""
     if pid is None:
@@ -227,7 +191,7 @@ class Bench:
         pins0 = pin_counters(port) if tags.get("workers") == 1 else None
         c32 = run_wrk(url, lua_script(self.tmp, self.body, mode), 32, self.seconds)
         cpu = cpu_seconds(pid) - cpu0 if pid is not None else None
-        pins = pin_counters(port) - pins0 if pins0 is not None else None
+        pins = pin_figures(pins0, pin_counters(port), c32["requests"]) if pins0 is not None else {}
         if spy is not None:
             spy.wait(60)
         return {"label": label, "mode": mode, **tags, "p50_ms": c1["p50_ms"], "p99_ms": c1["p99_ms"],
@@ -235,7 +199,7 @@ class Bench:
                 "errors": c1["errors"] + c32["errors"],
                 "timeouts": c1["timeouts"] + c32["timeouts"],
                 "ttfb_ms": ttfb_ms(port, path, self.stream_body, mode),
-                **(pins.figures(c32["requests"]) if pins is not None and pins.claimed else {})}
+                **pins}
 
     def _profile(self, name: str) -> subprocess.Popen | None:
         if self.profile_dir is None or self.profiled is None:

@@ -71,7 +71,8 @@ class RouterMetrics:
         self.pin_batch = Histogram("quantroute_pin_commit_batch_size", "New session pins stored per transaction",
                                    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
         # What a session pin costs a client: only answers that were ready before their pin was stored are
-        # observed (their count over the batch histogram's sum is the share of first turns that waited at all)
+        # observed (over the requests served, the share a pin delayed at all; turns of one session that arrive
+        # while its pin is being stored all wait on it, so the count can exceed the pins claimed)
         self.pin_wait = Histogram("quantroute_pin_wait_seconds",
                                   "Time a first turn's ready answer waited for its session pin's commit",
                                   buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1),
