@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import threading
 from collections import Counter
 from typing import Any, Literal
 
@@ -173,9 +174,17 @@ class _Splitter(ast.NodeTransformer):
         return ast.copy_location(ast.Expr(call), node)
 
 
+# CPython 3.11 keeps the recursion depth of its C-to-Python AST conversion in interpreter-wide state: a thread that
+# parses while another one's parse is suspended (a garbage collection running a finalizer switches threads
+# mid-conversion) makes one of them fail with "SystemError: AST constructor recursion depth mismatch". Graders run in
+# worker threads, 16 at once in an eval run; parses take turns (re-entrant: a finalizer on the same thread may parse).
+_PARSING = threading.RLock()
+
+
 def split(test: str) -> ProbeProgram:
     """The child's program for one test and the grader's checks. Raises SyntaxError for a test that does not parse."""
-    tree = ast.parse(test)
+    with _PARSING:
+        tree = ast.parse(test)
     splitter = _Splitter(test)
     tree = ast.fix_missing_locations(splitter.visit(tree))
     return ProbeProgram(original=test, child_source=ast.unparse(tree), checks=splitter.checks)

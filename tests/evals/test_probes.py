@@ -30,3 +30,47 @@ def test_decode_refuses_anything_but_plain_values():
     assert decode({"dict": [["a", {"set": [1, 2]}]]}) == {"a": {1, 2}}
     assert isinstance(decode({"weird": 1}), Opaque) and not decode({"opaque": "X"}) == decode({"opaque": "X"})
     assert isinstance(decode({"set": [{"opaque": "X"}]}), Opaque)
+
+
+class _Finalized:
+    """Garbage whose finalizer runs Python code: a collection inside a parse then lets another thread run."""
+
+    def __init__(self) -> None:
+        self.me = self  # a cycle: freed by the collector, not by reference counting
+
+    def __del__(self) -> None:
+        sum(range(50))
+
+
+def test_graders_in_many_threads_split_tests_without_corrupting_each_others_parse():
+    """An eval run grades 16 answers at once in worker threads. On CPython 3.11 a parse suspended by a finalizer
+    while another thread parses failed with "AST constructor recursion depth mismatch" (an eval run failed so in
+    `make test`); 8 threads x 1000 splits with collections forced often reproduce it (~0.2 % of splits before)."""
+    import gc
+    import sys
+    import threading
+
+    src = "assert is_palindrome('A man, a plan, a canal: Panama') == (f(g(h([1, 2, {3: (4, 5)}]))) and True)"
+    errors: list[BaseException] = []
+
+    def grade() -> None:
+        for _ in range(1000):
+            _Finalized(), _Finalized()
+            try:
+                split(src)
+            except SystemError as e:
+                errors.append(e)
+
+    interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
+    sys.setswitchinterval(1e-6)
+    gc.set_threshold(50, 5, 5)
+    try:
+        threads = [threading.Thread(target=grade) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+        gc.set_threshold(*thresholds)
+    assert errors == []
