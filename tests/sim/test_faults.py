@@ -62,5 +62,10 @@ def test_die_after_stops_the_node_listening(fleet):
         assert httpx.post(url + "/v1/completions", json=body).status_code == 200
     with pytest.raises(httpx.ConnectError):
         for _ in range(200):  # the server closes its socket moments after the second response
-            httpx.post(url + "/v1/completions", json=body, timeout=2)
+            try:
+                httpx.post(url + "/v1/completions", json=body, timeout=2)
+            except (httpx.ReadError, httpx.RemoteProtocolError):
+                # accepted in the moment it shut down and reset (seen once in make test): it is going away, and
+                # the loop goes on until a connection is refused
+                continue
     assert httpx.get(fleet.urls["fp16"] + "/health").status_code == 200  # the other nodes live on
