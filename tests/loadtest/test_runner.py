@@ -30,7 +30,10 @@ def test_extra_latency_on_the_node_breaks_the_slo_and_stops_the_staircase(make_f
         healthy = staircase(rf.urls["int4-a"], [1, 2], slo=slo)
     with running_fleet(make_fleet("{extra_latency_ms: 1500}"), time_scale=0.05) as rf:
         slow = staircase(rf.urls["int4-a"], [1, 2], slo=slo)
-    assert healthy.stop_reason is None and len(healthy.steps) == 2
+    # The healthy node meets the latency SLO at both steps. Whether c=2 adds throughput over c=1 (the plateau
+    # rule) is this machine's speed at the moment, not the node's latency: make test once saw -28 %.
+    assert len(healthy.steps) == 2 and all(st.e2e_p95_ms <= 1000 for st in healthy.steps)
+    assert healthy.stop_reason is None or healthy.stop_reason.startswith("throughput plateau")
     assert slow.stopped_at == 0 and len(slow.steps) == 1
     assert slow.stop_reason.startswith("SLO: end-to-end p95 ") and slow.stop_reason.endswith("> 1000 ms")
     assert slow.steps[0].e2e_p95_ms > 1500 and slow.best is None
