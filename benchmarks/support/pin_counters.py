@@ -1,6 +1,7 @@
 """A router's session-pin counters, read from its /metrics around a benchmark run: pins stored and batches
-(`quantroute_pin_commit_batch_size`), answers that waited for their pin and how long
-(`quantroute_pin_wait_seconds`). A scrape reaches one worker, so the figures mean something with one worker only."""
+(`quantroute_pin_commit_batch_size`), the batches' time in the database (`quantroute_pin_commit_seconds`),
+answers that waited for their pin and how long (`quantroute_pin_wait_seconds`). A scrape reaches one worker,
+so the figures mean something with one worker only."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 SAMPLES = {"quantroute_pin_commit_batch_size_sum": "claimed", "quantroute_pin_commit_batch_size_count": "batches",
+           "quantroute_pin_commit_seconds_sum": "commit_s",
            "quantroute_pin_wait_seconds_count": "waited", "quantroute_pin_wait_seconds_sum": "wait_s"}
 
 
 def pin_counters(port: int) -> dict[str, float]:
-    """The four counters as they stand (0 for any the router does not export)."""
+    """The counters as they stand (0 for any the router does not export)."""
     found = dict.fromkeys(SAMPLES.values(), 0.0)
     for family in text_string_to_metric_families(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text):
         for s in family.samples:
@@ -22,11 +24,12 @@ def pin_counters(port: int) -> dict[str, float]:
 
 
 def pin_figures(before: dict[str, float], after: dict[str, float], requests: int) -> dict[str, float]:
-    """Over a run of `requests` between two readings: pins a batch, the share of requests whose ready answer
-    waited for a pin (with a fixed session, the turns that arrived while its one pin was being stored) and their
-    mean wait; nothing when the run claimed no pin."""
+    """Over a run of `requests` between two readings: pins a batch, a batch's mean time in the database, the
+    share of requests whose ready answer waited for a pin (with a fixed session, the turns that arrived while its
+    one pin was being stored) and their mean wait; nothing when the run claimed no pin."""
     d = {k: after[k] - before[k] for k in after}
     if not d["claimed"]:
         return {}
-    return {"pins_per_batch": d["claimed"] / max(d["batches"], 1), "waited_share": d["waited"] / max(requests, 1),
+    return {"pins_per_batch": d["claimed"] / max(d["batches"], 1),
+            "commit_ms": d["commit_s"] / max(d["batches"], 1) * 1000, "waited_share": d["waited"] / max(requests, 1),
             "wait_ms": d["wait_s"] / d["waited"] * 1000 if d["waited"] else 0.0}

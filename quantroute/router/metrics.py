@@ -70,6 +70,12 @@ class RouterMetrics:
                                       "session's last turn on (node affinity)", registry=r)
         self.pin_batch = Histogram("quantroute_pin_commit_batch_size", "New session pins stored per transaction",
                                    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
+        # How long the database took for a batch, as the router saw it (the loop's own delay in noticing the
+        # answer included): with pin_wait it tells a slow database from a busy router
+        self.pin_commit = Histogram("quantroute_pin_commit_seconds",
+                                    "Time a batch of new session pins took to be stored: its statement, commit and "
+                                    "rows back, timed in the router", registry=r,
+                                    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1))
         # What a session pin costs a client: only answers that were ready before their pin was stored are
         # observed (over the requests served, the share a pin delayed at all; turns of one session that arrive
         # while its pin is being stored all wait on it, so the count can exceed the pins claimed)
@@ -93,6 +99,11 @@ class RouterMetrics:
         """One finished request: its count, and latency, TTFT and tokens under its tier and deployment."""
         self.series.finished(tier, deployment, arm, status, latency_s, out.ttft, out.prompt_tokens,
                              out.completion_tokens)
+
+    def pins_committed(self, pins: int, seconds: float) -> None:
+        """One batch of new session pins stored: its size and its time in the database."""
+        self.pin_batch.observe(pins)
+        self.pin_commit.observe(seconds)
 
     def task_crashes_inc(self, task: str) -> None:
         self.task_crashes.labels(task).inc()

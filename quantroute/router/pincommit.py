@@ -47,14 +47,14 @@ def transient(e: BaseException) -> bool:
 
 class PinCommitter:
     def __init__(self, engine: Engine, *, timeout_s: float = 5.0, max_batch: int = 256,
-                 on_batch: Callable[[int], None] | None = None, synchronous: bool = True) -> None:
+                 on_batch: Callable[[int, float], None] | None = None, synchronous: bool = True) -> None:
         self._engine = engine
         self.synchronous = synchronous  # PostgreSQL: each commit waits for its WAL flush (see claims_for)
         self._db = claims_for(engine, synchronous=synchronous)  # one kept connection: no checkout, ping, BEGIN
         self._retired: list[Claims] = []
         self.timeout_s = timeout_s
         self.max_batch = max_batch
-        self.on_batch = on_batch  # (pins in the batch) -> None, for metrics
+        self.on_batch = on_batch  # (pins in the batch, seconds its claim took) -> None, for metrics
         self.pending: dict[str, Claim] = {}  # insertion order = arrival order
         self.batches = 0
         self.errors = 0
@@ -113,6 +113,7 @@ class PinCommitter:
     async def _commit(self, batch: list[Claim]) -> None:
         while self._retired:
             await self._retired.pop().aclose()
+        started = time.perf_counter()
         try:
             pins = await self._db.claim([c.row for c in batch], self.timeout_s)
         except Exception as e:  # noqa: BLE001 - every claim gets an outcome, below
@@ -131,7 +132,7 @@ class PinCommitter:
         self._backoff = 0.0
         self.batches += 1
         if self.on_batch is not None:
-            self.on_batch(len(batch))
+            self.on_batch(len(batch), time.perf_counter() - started)
         by_key = {p["session_key"]: p for p in pins}
         for c in batch:
             pin = by_key.get(c.row["session_key"])

@@ -110,3 +110,8 @@ def test_an_answer_held_for_its_pin_is_counted_with_how_long_it_waited(make_sett
     assert count.value == 1
     assert 0.1 < total.value < 5  # most of the second the lock was still held (the answer took milliseconds)
     assert app.pins.cache["held"].stored is None
+    # The batch's own time in the database says why: one batch, one pin, most of that second
+    (batches,), (pins,) = m["quantroute_pin_commit_batch_size_count"], m["quantroute_pin_commit_batch_size_sum"]
+    (commits,), (commit_s,) = m["quantroute_pin_commit_seconds_count"], m["quantroute_pin_commit_seconds_sum"]
+    assert batches.value == commits.value == pins.value == 1
+    assert 0.1 < commit_s.value < 5
