@@ -411,9 +411,9 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
     pin_rows = [(label, mode, rows) for (label, mode), rows in groups.items()
                 if any("pins_per_batch" in r for r in rows)]
     if pin_rows:
-        print("pins at c=32 (one worker, from its /metrics): pins a batch, a batch's mean time in the database "
-              "(timed in the router), share of requests whose ready answer waited for its session's pin, mean wait "
-              "of those")
+        print("pins at c=32 (one worker, from its /metrics): pins a batch, a batch's mean claim time (timed in "
+              "the router: the database and the loop's delay in reading its answer), share of requests whose ready "
+              "answer waited for its session's pin, mean wait of those")
         for label, mode, rows in pin_rows:
             rs = [r for r in rows if "pins_per_batch" in r]
             print(f"{label:<30}{mode:<9}{statistics.median(r['pins_per_batch'] for r in rs):>8.1f} pins/batch "

@@ -1,5 +1,6 @@
 """A router's session-pin counters, read from its /metrics around a benchmark run: pins stored and batches
-(`quantroute_pin_commit_batch_size`), the batches' time in the database (`quantroute_pin_commit_seconds`),
+(`quantroute_pin_commit_batch_size`), the batches' claim time as the router times it
+(`quantroute_pin_commit_seconds`: the database's work and the event loop's delay in reading its answer),
 answers that waited for their pin and how long (`quantroute_pin_wait_seconds`). A scrape reaches one worker,
 so the figures mean something with one worker only."""
 
@@ -24,9 +25,9 @@ def pin_counters(port: int) -> dict[str, float]:
 
 
 def pin_figures(before: dict[str, float], after: dict[str, float], requests: int) -> dict[str, float]:
-    """Over a run of `requests` between two readings: pins a batch, a batch's mean time in the database, the
-    share of requests whose ready answer waited for a pin (with a fixed session, the turns that arrived while its
-    one pin was being stored) and their mean wait; nothing when the run claimed no pin."""
+    """Over a run of `requests` between two readings: pins a batch, a batch's mean claim time (timed in the
+    router), the share of requests whose ready answer waited for a pin (with a fixed session, the turns that
+    arrived while its one pin was being stored) and their mean wait; nothing when the run claimed no pin."""
     d = {k: after[k] - before[k] for k in after}
     if not d["claimed"]:
         return {}

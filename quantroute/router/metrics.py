@@ -12,6 +12,11 @@ from quantroute.router.requestmetrics import LATENCY_BUCKETS, RequestSeries
 __all__ = ["LATENCY_BUCKETS", "RouterMetrics", "build_version"]  # LATENCY_BUCKETS: the shadow metrics use them too
 
 
+# A pin's commit and an answer's wait for it: a tenth of a millisecond (a commit without the flush) to a second
+# (a database that is down or locked; the claim's own timeout is a few seconds)
+PIN_SECONDS_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1)
+
+
 def build_version() -> str:
     try:
         return version("quantroute")
@@ -70,18 +75,20 @@ class RouterMetrics:
                                       "session's last turn on (node affinity)", registry=r)
         self.pin_batch = Histogram("quantroute_pin_commit_batch_size", "New session pins stored per transaction",
                                    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
-        # How long the database took for a batch, as the router saw it (the loop's own delay in noticing the
-        # answer included): with pin_wait it tells a slow database from a busy router
+        # A batch's claim as the router times it: the database's statement and commit, and also the event loop's
+        # delay in reading the answer, which on a saturated router is most of it (docs/perf, eighth pass). Set
+        # against the database's own time for the statement, it shows how much of a first turn's wait is the
+        # router's; against pin_wait, whether answers wait for commits at all.
         self.pin_commit = Histogram("quantroute_pin_commit_seconds",
-                                    "Time a batch of new session pins took to be stored: its statement, commit and "
-                                    "rows back, timed in the router", registry=r,
-                                    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1))
+                                    "Time a batch of new session pins took to be stored, timed in the router: the "
+                                    "statement, its commit and the rows read back", buckets=PIN_SECONDS_BUCKETS,
+                                    registry=r)
         # What a session pin costs a client: only answers that were ready before their pin was stored are
         # observed (over the requests served, the share a pin delayed at all; turns of one session that arrive
         # while its pin is being stored all wait on it, so the count can exceed the pins claimed)
         self.pin_wait = Histogram("quantroute_pin_wait_seconds",
                                   "Time a first turn's ready answer waited for its session pin's commit",
-                                  buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1),
+                                  buckets=PIN_SECONDS_BUCKETS,
                                   registry=r)
         self.rejected = Counter("quantroute_requests_rejected_total",
                                 "Requests refused before routing: concurrency (replica at its limit), body_timeout",
@@ -101,7 +108,7 @@ class RouterMetrics:
                              out.completion_tokens)
 
     def pins_committed(self, pins: int, seconds: float) -> None:
-        """One batch of new session pins stored: its size and its time in the database."""
+        """One batch of new session pins stored: its size and how long its claim took, timed in the router."""
         self.pin_batch.observe(pins)
         self.pin_commit.observe(seconds)
 
