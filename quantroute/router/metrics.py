@@ -5,16 +5,11 @@ from __future__ import annotations
 import platform
 from importlib.metadata import PackageNotFoundError, version
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from quantroute.router.requestmetrics import LATENCY_BUCKETS, RequestSeries
+from quantroute.router.requestmetrics import LATENCY_BUCKETS, PinSeries, RequestSeries
 
 __all__ = ["LATENCY_BUCKETS", "RouterMetrics", "build_version"]  # LATENCY_BUCKETS: the shadow metrics use them too
-
-
-# A pin's commit and an answer's wait for it: a tenth of a millisecond (a commit without the flush) to a second
-# (a database that is down or locked; the claim's own timeout is a few seconds)
-PIN_SECONDS_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1)
 
 
 def build_version() -> str:
@@ -73,23 +68,11 @@ class RouterMetrics:
         self.affinity_moves = Counter("quantroute_node_affinity_moves_total",
                                       "First turns on this replica re-routed to the node another replica served the "
                                       "session's last turn on (node affinity)", registry=r)
-        self.pin_batch = Histogram("quantroute_pin_commit_batch_size", "New session pins stored per transaction",
-                                   buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r)
-        # A batch's claim as the router times it: the database's statement and commit, and also the event loop's
-        # delay in reading the answer, which on a saturated router is most of it (docs/perf, eighth pass). Set
-        # against the database's own time for the statement, it shows how much of a first turn's wait is the
-        # router's; against pin_wait, whether answers wait for commits at all.
-        self.pin_commit = Histogram("quantroute_pin_commit_seconds",
-                                    "Time a batch of new session pins took to be stored, timed in the router: the "
-                                    "statement, its commit and the rows read back", buckets=PIN_SECONDS_BUCKETS,
-                                    registry=r)
-        # What a session pin costs a client: only answers that were ready before their pin was stored are
-        # observed (over the requests served, the share a pin delayed at all; turns of one session that arrive
-        # while its pin is being stored all wait on it, so the count can exceed the pins claimed)
-        self.pin_wait = Histogram("quantroute_pin_wait_seconds",
-                                  "Time a first turn's ready answer waited for its session pin's commit",
-                                  buckets=PIN_SECONDS_BUCKETS,
-                                  registry=r)
+        # a pin batch's size and time, an answer's wait for its pin: plain numbers too (at c=1 on PostgreSQL every
+        # first turn observes all three)
+        self.pins = PinSeries()
+        r.register(self.pins)
+        self.pin_batch, self.pin_commit, self.pin_wait = self.pins.batch, self.pins.commit, self.pins.wait
         self.rejected = Counter("quantroute_requests_rejected_total",
                                 "Requests refused before routing: concurrency (replica at its limit), body_timeout",
                                 ["reason"], registry=r)

@@ -1,6 +1,8 @@
-"""The per-request Prometheus series, kept as plain numbers and turned into metric families only when scraped.
+"""The Prometheus series updated on the request path, kept as plain numbers and turned into metric families only
+when scraped.
 
-Every routed request counts itself, observes its latency, TTFT and the decision time, and adds its tokens. With
+Every routed request counts itself, observes its latency, TTFT and the decision time, and adds its tokens; every
+first turn's pin batch observes its size and time, and an answer that waits for its pin observes the wait. With
 prometheus_client's Counter and Histogram each update took a lock and walked the buckets in Python: six updates
 were a tenth of the router's request path (callgrind). These are updated from the event loop only (one thread),
 so a dict entry and a bisect do; `collect` renders the same names, labels, buckets and help texts."""
@@ -15,6 +17,10 @@ from prometheus_client.utils import floatToGoString
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 DECISION_BUCKETS = (2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2)
+# A pin's commit and an answer's wait for it: a tenth of a millisecond (a commit without the flush) to a second
+# (a database that is down or locked; the claim's own timeout is a few seconds)
+PIN_SECONDS_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0)
+PIN_BATCH_BUCKETS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0)
 
 
 class Hist:
@@ -86,6 +92,32 @@ class RequestSeries:
         for labels3, n in list(self.tokens.items()):
             tokens.add_metric(list(labels3), n)
         yield tokens
+
+
+class PinSeries:
+    """quantroute_pin_commit_batch_size, _pin_commit_seconds, _pin_wait_seconds: one observation per pin batch
+    and one per answer that waited for its pin (at c=1 and on PostgreSQL, both on every first turn)."""
+
+    def __init__(self) -> None:
+        self.batch = Hist(PIN_BATCH_BUCKETS)
+        # A batch's claim as the router times it: the database's statement and commit, and also the event loop's
+        # delay in reading the answer, which on a saturated router is most of it (docs/perf, eighth pass). Set
+        # against the database's own time for the statement, it shows how much of a first turn's wait is the
+        # router's; against the wait, whether answers wait for commits at all.
+        self.commit = Hist(PIN_SECONDS_BUCKETS)
+        # What a session pin costs a client: only answers that were ready before their pin was stored are
+        # observed (over the requests served, the share a pin delayed at all; turns of one session that arrive
+        # while its pin is being stored all wait on it, so the count can exceed the pins claimed)
+        self.wait = Hist(PIN_SECONDS_BUCKETS)
+
+    def collect(self) -> Iterator[Metric]:
+        yield _histogram("quantroute_pin_commit_batch_size", "New session pins stored per transaction", [],
+                         {(): self.batch})
+        yield _histogram("quantroute_pin_commit_seconds", "Time a batch of new session pins took to be stored, "
+                         "timed in the router: the statement, its commit and the rows read back", [],
+                         {(): self.commit})
+        yield _histogram("quantroute_pin_wait_seconds",
+                         "Time a first turn's ready answer waited for its session pin's commit", [], {(): self.wait})
 
 
 def _histogram(name: str, doc: str, labels: list[str], series: dict) -> HistogramMetricFamily:

@@ -74,13 +74,50 @@ def test_request_series_render_what_prometheus_client_rendered():
         decision.observe(v)
     mine = CollectorRegistry()
     mine.register(ours)
+    assert families(mine) == families(theirs)
 
-    def families(registry) -> dict:
-        text = generate_latest(registry).decode()
-        return {f.name: (f.documentation, f.type, sorted((s.name, sorted(s.labels.items()), s.value)
-                                                         for s in f.samples if not s.name.endswith("_created")))
-                for f in text_string_to_metric_families(text) if not f.name.endswith("_created")}
 
+def families(registry) -> dict:
+    """A registry's exposition as it reads back: name -> help, type and samples (without _created series)."""
+    from prometheus_client import generate_latest
+
+    text = generate_latest(registry).decode()
+    return {f.name: (f.documentation, f.type, sorted((s.name, sorted(s.labels.items()), s.value)
+                                                     for s in f.samples if not s.name.endswith("_created")))
+            for f in text_string_to_metric_families(text) if not f.name.endswith("_created")}
+
+
+def test_pin_series_render_what_prometheus_client_rendered():
+    """The pin batch's size and time and an answer's wait for its pin are plain numbers too (every first turn
+    observed all three through prometheus_client's locked Histogram at c=1); scraped, they read as before, from
+    nothing observed yet (the series present at 0) to values on and beyond the bucket bounds."""
+    from prometheus_client import CollectorRegistry, Histogram
+
+    from quantroute.router.requestmetrics import PinSeries
+
+    def theirs_and_ours():
+        theirs = CollectorRegistry()
+        batch = Histogram("quantroute_pin_commit_batch_size", "New session pins stored per transaction",
+                          buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=theirs)
+        commit = Histogram("quantroute_pin_commit_seconds", "Time a batch of new session pins took to be stored, "
+                           "timed in the router: the statement, its commit and the rows read back",
+                           buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1),
+                           registry=theirs)
+        wait = Histogram("quantroute_pin_wait_seconds",
+                         "Time a first turn's ready answer waited for its session pin's commit",
+                         buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1),
+                         registry=theirs)
+        ours, mine = PinSeries(), CollectorRegistry()
+        mine.register(ours)
+        return (batch, commit, wait), (ours.batch, ours.commit, ours.wait), theirs, mine
+
+    (batch, commit, wait), (obatch, ocommit, owait), theirs, mine = theirs_and_ours()
+    assert families(mine) == families(theirs)
+    for n, s in ((1, 0.0001), (16, 0.00049), (17, 0.0046), (256, 1.0), (300, 7.5)):
+        for h, oh in ((batch, obatch), (commit, ocommit), (wait, owait)):
+            v = n if h is batch else s
+            h.observe(v)
+            oh.observe(v)
     assert families(mine) == families(theirs)
 
 
