@@ -40,8 +40,7 @@ def test_latency_ttft_tokens_and_build_info(router):
 def test_request_series_render_what_prometheus_client_rendered():
     """The per-request series are plain numbers now; scraped, they read exactly as prometheus_client's Counter
     and Histogram rendered them (names, help, labels, buckets, counts, sums; no _created series)."""
-    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-    from prometheus_client.parser import text_string_to_metric_families
+    from prometheus_client import CollectorRegistry, Counter, Histogram
 
     from quantroute.router.requestmetrics import DECISION_BUCKETS, LATENCY_BUCKETS, RequestSeries
 
