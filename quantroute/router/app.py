@@ -55,7 +55,7 @@ class Router:
         self.fleet = NodePool(max_inflight=settings.node_max_inflight, max_waiting=settings.node_max_waiting,
                            eject_after=settings.eject_after_failures)
         self.pin_committer = (PinCommitter(engine, timeout_s=settings.pin_commit_timeout_s,
-                                           on_batch=self.metrics.pins_committed,
+                                           on_batch=self.metrics.pins.committed,
                                            synchronous=settings.pin_synchronous_commit)
                               if engine is not None else None)
         self.pins = PinStore(engine, touch_interval_s=settings.pin_touch_interval_s, committer=self.pin_committer,

@@ -246,7 +246,7 @@ class Decider:
                 timer.cancel()
                 fut.remove_done_callback(release)
                 if self.metrics:
-                    self.metrics.pin_wait.observe(time.perf_counter() - waited)
+                    self.metrics.pins.wait.observe(time.perf_counter() - waited)
             if not fut.done():
                 raise SessionPinUnavailable(f"the pin of session {route.session_key!r} was not stored within "
                                             f"{timeout_s:g}s; retry later",

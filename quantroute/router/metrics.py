@@ -72,7 +72,6 @@ class RouterMetrics:
         # first turn observes all three)
         self.pins = PinSeries()
         r.register(self.pins)
-        self.pin_batch, self.pin_commit, self.pin_wait = self.pins.batch, self.pins.commit, self.pins.wait
         self.rejected = Counter("quantroute_requests_rejected_total",
                                 "Requests refused before routing: concurrency (replica at its limit), body_timeout",
                                 ["reason"], registry=r)
@@ -89,11 +88,6 @@ class RouterMetrics:
         """One finished request: its count, and latency, TTFT and tokens under its tier and deployment."""
         self.series.finished(tier, deployment, arm, status, latency_s, out.ttft, out.prompt_tokens,
                              out.completion_tokens)
-
-    def pins_committed(self, pins: int, seconds: float) -> None:
-        """One batch of new session pins stored: its size and how long its claim took, timed in the router."""
-        self.pin_batch.observe(pins)
-        self.pin_commit.observe(seconds)
 
     def task_crashes_inc(self, task: str) -> None:
         self.task_crashes.labels(task).inc()

@@ -110,6 +110,11 @@ class PinSeries:
         # while its pin is being stored all wait on it, so the count can exceed the pins claimed)
         self.wait = Hist(PIN_SECONDS_BUCKETS)
 
+    def committed(self, pins: int, seconds: float) -> None:
+        """One batch of new session pins stored: its size and how long its claim took, timed in the router."""
+        self.batch.observe(pins)
+        self.commit.observe(seconds)
+
     def collect(self) -> Iterator[Metric]:
         yield _histogram("quantroute_pin_commit_batch_size", "New session pins stored per transaction", [],
                          {(): self.batch})
