@@ -389,10 +389,10 @@ class Router:
 # Young objects the cyclic GC lets accumulate before it collects (CPython's default is 700). A request's objects
 # are freed by reference counting, but at c=32 the requests in flight hold a few thousand of them at any moment,
 # so every ~17 requests a collection walked them and promoted the survivors, to be walked again in the older
-# generations: measured in a one-worker router over a 36,000-request bench (SQLite, no sessions and new ones),
-# 550 young, 49 middle and 4 full collections, 0.29 s of stopped event loop (~8 us a request), the longest 17 ms.
-# At 10,000 the requests in flight never reach it: what it still collects are the objects that outlive requests
-# (session pins, caches).
+# generations: measured in a one-worker router over a ~36,000-request bench (no sessions and new ones, SQLite and
+# PostgreSQL, two runs each), 467-550 young, 42-49 middle and 3-4 full collections, 0.27-0.30 s of stopped event
+# loop (~8 us a request). At 10,000 the requests in flight never reach it: 2-3 young collections, 5-21 ms in all;
+# what it still collects are the objects that outlive requests (session pins, caches).
 GC_YOUNG_THRESHOLD = 10_000
 
 
