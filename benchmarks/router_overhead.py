@@ -42,7 +42,7 @@ from pathlib import Path
 
 from quantroute.ports import free_port
 from support.peers import stop
-from support.pin_counters import pin_counters, pin_figures
+from support.router_counters import gc_figures, pin_figures, router_counters
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -188,10 +188,14 @@ class Bench:
         c1 = run_wrk(url, lua_script(self.tmp, self.body, mode), 1, self.seconds)
         spy = self._profile(f"{label}-{mode}".replace(" ", "_"))
         cpu0 = cpu_seconds(pid)
-        pins0 = pin_counters(port) if tags.get("workers") == 1 else None
+        counters0 = router_counters(port) if tags.get("workers") == 1 else None
         c32 = run_wrk(url, lua_script(self.tmp, self.body, mode), 32, self.seconds)
         cpu = cpu_seconds(pid) - cpu0 if pid is not None else None
-        pins = pin_figures(pins0, pin_counters(port), c32["requests"]) if pins0 is not None else {}
+        figures: dict = {}
+        if counters0 is not None:
+            counters = router_counters(port)
+            figures = {**pin_figures(counters0, counters, c32["requests"]),
+                       **gc_figures(counters0, counters, c32["requests"])}
         if spy is not None:
             spy.wait(60)
         return {"label": label, "mode": mode, **tags, "p50_ms": c1["p50_ms"], "p99_ms": c1["p99_ms"],
@@ -199,7 +203,7 @@ class Bench:
                 "errors": c1["errors"] + c32["errors"],
                 "timeouts": c1["timeouts"] + c32["timeouts"],
                 "ttfb_ms": ttfb_ms(port, path, self.stream_body, mode),
-                **pins}
+                **figures}
 
     def _profile(self, name: str) -> subprocess.Popen | None:
         if self.profile_dir is None or self.profiled is None:
@@ -420,6 +424,14 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
                   f"{statistics.median(r['commit_ms'] for r in rs):>7.3f} ms a batch "
                   f"{statistics.median(r['waited_share'] for r in rs) * 100:>5.0f} % waited "
                   f"{statistics.median(r['wait_ms'] for r in rs):>7.3f} ms")
+    gc_rows = [(label, mode, [r for r in rows if "gc0_per_k" in r]) for (label, mode), rows in groups.items()
+               if any("gc0_per_k" in r for r in rows)]
+    if gc_rows:
+        print("cyclic GC at c=32 (one worker, from its /metrics): collections of the young, middle and oldest "
+              "generation per 1,000 requests")
+        for label, mode, rs in gc_rows:
+            print(f"{label:<30}{mode:<9}" + "".join(f"{statistics.median(r[f'gc{g}_per_k'] for r in rs):>8.2f}"
+                                                   for g in "012"))
     if peers:
         from support.peers import REFERENCE
 

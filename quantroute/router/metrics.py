@@ -6,6 +6,7 @@ import platform
 from importlib.metadata import PackageNotFoundError, version
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.gc_collector import GCCollector
 
 from quantroute.router.requestmetrics import LATENCY_BUCKETS, PinSeries, RequestSeries
 
@@ -28,6 +29,9 @@ class RouterMetrics:
         self.series = RequestSeries()
         r.register(self.series)
         self.decision_seconds = self.series.decision
+        # python_gc_collections_total and the objects collected, per generation: whether the cyclic GC stops the
+        # event loop often (see GC_YOUNG_THRESHOLD in router/app.py); read at scrape time from gc.get_stats()
+        GCCollector(registry=r)
         self.build_info = Gauge("quantroute_build_info", "Always 1; the labels say what runs",
                                 ["version", "python"], registry=r)
         self.build_info.labels(build_version(), platform.python_version()).set(1)

@@ -35,6 +35,8 @@ def test_latency_ttft_tokens_and_build_info(router):
     assert info.value == 1 and info.labels["version"]
     reasons = {s.labels["reason"]: s.value for s in m["quantroute_request_log_dropped_total"]}
     assert reasons == {"buffer_full": 0, "rejected": 0, "shutdown": 0}
+    # the cyclic GC's collections per generation (how often it stopped the event loop; GC_YOUNG_THRESHOLD)
+    assert {s.labels["generation"] for s in m["python_gc_collections_total"]} == {"0", "1", "2"}
 
 
 def test_request_series_render_what_prometheus_client_rendered():

@@ -1,8 +1,9 @@
-"""A router's session-pin counters, read from its /metrics around a benchmark run: pins stored and batches
+"""A router's counters, read from its /metrics around a benchmark run: pins stored and batches
 (`quantroute_pin_commit_batch_size`), the batches' claim time as the router times it
 (`quantroute_pin_commit_seconds`: the database's work and the event loop's delay in reading its answer),
-answers that waited for their pin and how long (`quantroute_pin_wait_seconds`). A scrape reaches one worker,
-so the figures mean something with one worker only."""
+answers that waited for their pin and how long (`quantroute_pin_wait_seconds`), and the cyclic GC's collections
+per generation (`python_gc_collections_total`). A scrape reaches one worker, so the figures mean something with
+one worker only."""
 
 from __future__ import annotations
 
@@ -12,16 +13,24 @@ from prometheus_client.parser import text_string_to_metric_families
 SAMPLES = {"quantroute_pin_commit_batch_size_sum": "claimed", "quantroute_pin_commit_batch_size_count": "batches",
            "quantroute_pin_commit_seconds_sum": "commit_s",
            "quantroute_pin_wait_seconds_count": "waited", "quantroute_pin_wait_seconds_sum": "wait_s"}
+GENERATIONS = ("0", "1", "2")  # young, middle, full
 
 
-def pin_counters(port: int) -> dict[str, float]:
-    """The counters as they stand (0 for any the router does not export)."""
-    found = dict.fromkeys(SAMPLES.values(), 0.0)
+def router_counters(port: int) -> dict[str, float]:
+    """The counters as they stand (0 for any the router does not export); GC collections as gc0, gc1, gc2."""
+    found = dict.fromkeys([*SAMPLES.values(), *(f"gc{g}" for g in GENERATIONS)], 0.0)
     for family in text_string_to_metric_families(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text):
         for s in family.samples:
             if s.name in SAMPLES:
                 found[SAMPLES[s.name]] = s.value
+            elif s.name == "python_gc_collections_total":
+                found[f"gc{s.labels['generation']}"] = s.value
     return found
+
+
+def gc_figures(before: dict[str, float], after: dict[str, float], requests: int) -> dict[str, float]:
+    """Over a run of `requests` between two readings: collections of each generation per 1,000 requests."""
+    return {f"gc{g}_per_k": (after[f"gc{g}"] - before[f"gc{g}"]) / max(requests, 1) * 1000 for g in GENERATIONS}
 
 
 def pin_figures(before: dict[str, float], after: dict[str, float], requests: int) -> dict[str, float]:
