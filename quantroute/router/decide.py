@@ -255,16 +255,29 @@ class Decider:
 
     def check_settled(self, route: Route, fut: asyncio.Future | None) -> None:
         """Raise if the settled pin fails the request (not stored) or moves it (another replica won)."""
-        if fut is not None and (fut.cancelled() or fut.exception() is not None):
-            why = "cancelled" if fut.cancelled() else str(fut.exception())
-            raise SessionPinUnavailable(f"the pin of session {route.session_key!r} could not be stored ({why}); "
-                                        "retry later", headers={"Retry-After": str(self.retry_after_s)})
+        if fut is not None:
+            pin = route.pin
+            if fut.cancelled() or fut.exception() is not None:
+                if pin is not None:
+                    self.pins.adopt(pin)  # forgotten: the session's next turn claims again
+                why = "cancelled" if fut.cancelled() else str(fut.exception())
+                raise SessionPinUnavailable(f"the pin of session {route.session_key!r} could not be stored "
+                                            f"({why}); retry later", headers={"Retry-After": str(self.retry_after_s)})
+            if pin is not None and self.stored_as_claimed(pin, fut):
+                self.pins.adopt(pin)  # this request's own route, stored: nothing to compare or follow
+                return
         if not self.agrees(route):
             raise PinMoved()
         if route.claimed and self.affinity_moves(route):
             raise PinMoved(affinity=True)
         if route.pin is not None and route.pin.created_at != route.pin_created:
             route.from_pin = True  # the claim found the session pinned already (same route by chance)
+
+    @staticmethod
+    def stored_as_claimed(pin: Pin, fut: asyncio.Future) -> bool:
+        """Whether a resolved claim stored exactly the row `pin` claimed (the committer hands that very dict
+        back): the request then goes where its pin says, by construction."""
+        return pin.claim_row is not None and fut.result() is pin.claim_row
 
     def agrees(self, route: Route) -> bool:
         """Whether the request goes where its session's pin (as stored, once it is) says."""

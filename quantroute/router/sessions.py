@@ -51,8 +51,11 @@ class Pin:
     served_deployment: str | None = None  # preferred within the tier (see SessionPin)
     node: str | None = None  # the node that served the last turn (SessionPin.last_node; node affinity)
     # Set while the claim that created this pin is being committed: resolves with the pin in force or fails
-    # (PinNotStored). None once stored (or without a DB).
+    # (PinNotStored). None once adopted (or without a DB).
     stored: asyncio.Future | None = None
+    # The row this process claimed, until adopted: the committer resolves a claim stored as sent with this very
+    # dict, so `stored.result() is claim_row` says "ours, unchanged" without comparing a field (see adopt)
+    claim_row: dict | None = None
 
     @classmethod
     def from_row(cls, row: SessionPin) -> Pin:
@@ -87,6 +90,8 @@ class PinStore:
         pin = self.cache.get(key)
         if pin is None:
             return None
+        if pin.stored is not None and pin.stored.done() and not self.adopt(pin):
+            return None  # its claim failed: this turn claims again
         if pin.expires > now:
             pin.expires = now + ttl_s
             if self.engine is not None and pin.stored is None and now - pin.touched > self.touch_interval_s:
@@ -112,33 +117,38 @@ class PinStore:
             del self.cache[next(iter(self.cache))]
         if self.committer is None:
             return pin
-        pin.stored = self.committer.submit({
+        pin.claim_row = {
             "session_key": key, "model": model, "tier": tier, "arm": arm, "deployment": deployment,
             "served_deployment": served_deployment, "last_node": node, "policy_version": policy_version,
             "created_at": now,
-            "last_used": now, "expires_at": now + timedelta(seconds=ttl_s)})
-        pin.stored.add_done_callback(lambda _: self.adopt(pin))
+            "last_used": now, "expires_at": now + timedelta(seconds=ttl_s)}
+        pin.stored = self.committer.submit(pin.claim_row)
         return pin
 
-    def adopt(self, pin: Pin) -> None:
+    def adopt(self, pin: Pin) -> bool:
         """Once its claim resolved: take the stored values (another replica's, if it stored the session first),
-        or forget a pin that was never stored. Idempotent; whoever looks first applies it (the future's
-        callbacks run a loop iteration after it resolves, and a request may look before that)."""
+        or forget a pin that was never stored (False). Idempotent, and lazy: whoever reads the pin first applies
+        it (the request that claimed it, before answering; a later turn, through `get`), so a first turn costs
+        no callback of its own."""
         fut = pin.stored
         if fut is None or not fut.done():
-            return
+            return True
         if fut.cancelled() or fut.exception() is not None:
             if self.cache.get(pin.session_key) is pin:  # the next request claims again; this one fails (settle)
                 del self.cache[pin.session_key]
                 self.db_errors += 1
-            return
+            return False
         row: dict = fut.result()
+        if row is pin.claim_row:  # stored as claimed, nearly every first turn: the pin already holds it
+            pin.stored = pin.claim_row = None
+            return True
         if row["model"] == pin.model:  # a key reused for another model is that model's pin, not ours to follow
             pin.tier, pin.arm, pin.deployment = row["tier"], row["arm"], row["deployment"]
             pin.served_deployment, pin.policy_version, pin.created_at = (row["served_deployment"],
                                                                          row["policy_version"], row["created_at"])
             pin.node = row["last_node"]
-        pin.stored = None
+        pin.stored = pin.claim_row = None
+        return True
 
     async def delete(self, key: str) -> bool:
         found = self.cache.pop(key, None) is not None

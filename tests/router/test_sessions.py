@@ -117,3 +117,55 @@ def rows(engine) -> list:
 
     with db_session(engine) as s:
         return list(s.exec(select(RequestLog.id)))
+
+
+def _pin_row(key: str, tier: str) -> dict:
+    return {"key": key, "model": "llama3-8b", "tier": tier, "arm": None, "deployment": None,
+            "policy_version": 1, "ttl_s": 3600, "served_deployment": f"d-{tier}"}
+
+
+def test_a_claimed_pin_is_adopted_by_whoever_reads_it_next_without_a_callback(sqlite_url):
+    """Adoption is lazy (a first turn costs no callback of its own): a claim stored as sent leaves no copy of
+    its row behind once read; a session another replica stored first reads as that replica's pin on its next
+    lookup; a claim that failed is forgotten there, counted, and the next turn claims again."""
+    import asyncio
+    import sqlite3
+
+    from quantroute.router.pincommit import PinCommitter
+    from quantroute.router.sessions import PinStore
+
+    async def go() -> None:
+        engines = [make_engine(sqlite_url), make_engine(sqlite_url)]
+        committers = [PinCommitter(e, timeout_s=0.3) for e in engines]
+        runners = [asyncio.create_task(c.run()) for c in committers]
+        ours, theirs = (PinStore(e, committer=c) for e, c in zip(engines, committers))
+        try:
+            first = theirs.claim(**_pin_row("s-taken", "fp16"))
+            await first.stored
+            pin = ours.claim(**_pin_row("s-taken", "int4"))  # this replica routed the first turn elsewhere
+            own = ours.claim(**_pin_row("s-own", "int4"))
+            await asyncio.wait([pin.stored, own.stored])
+            assert pin.tier == "int4"  # resolved, but nothing applied before a read
+            assert ours.get("s-taken", 3600) is pin and pin.tier == "fp16" and pin.stored is None
+            assert ours.get("s-own", 3600) is own and own.tier == "int4"
+            assert (own.stored, own.claim_row) == (None, None)  # no row kept for the pin's lifetime
+
+            other = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")  # the write lock outlasts the claim's 0.3 s
+            try:
+                failed = ours.claim(**_pin_row("s-failed", "int4"))
+                await asyncio.wait([failed.stored], timeout=10)
+            finally:
+                other.execute("COMMIT")
+                other.close()
+            assert failed.stored.exception() is not None and "s-failed" in ours.cache
+            assert ours.get("s-failed", 3600) is None and "s-failed" not in ours.cache
+            assert ours.db_errors == 1
+        finally:
+            for r in runners:
+                r.cancel()
+            await asyncio.gather(*runners, return_exceptions=True)
+            for e in engines:
+                e.dispose()
+
+    asyncio.run(go())
