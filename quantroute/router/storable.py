@@ -92,7 +92,7 @@ def _as_is(value: Any, max_chars: int) -> bytes | None:
     # Fewer brackets in the whole text than MAX_DEPTH bounds the nesting; a text shorter than every character
     # bound bounds every string in it; an escaped NUL is the only way one can appear in orjson's output.
     if (len(text) > min(MAX_STRING, max_chars) or text.count(b"[") + text.count(b"{") >= MAX_DEPTH
-            or b"\\u0000" in text or (len(text) > MAX_TEXT and not _keys_short(value))):
+            or text.find(b"\\u0000") >= 0 or (len(text) > MAX_TEXT and not _keys_short(value))):
         return None
     return text
 
