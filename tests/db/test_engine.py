@@ -27,3 +27,24 @@ def test_database_url_normalises_plain_postgres_scheme(monkeypatch):
     assert database_url(None) == "sqlite:///data/quantroute.db"
     monkeypatch.setenv("DATABASE_URL", "sqlite:///x.db")
     assert database_url(None) == "sqlite:///x.db"
+
+
+def test_sqlite_binds_none_through_a_registered_adapter_and_stores_null(tmp_path):
+    """CPython 3.11's sqlite3 sends None through its adapter lookup, which without an adapter raises and clears
+    two AttributeErrors per NULL bound (pins and request-log rows bind several): a SQLite engine registers
+    the adapter, and NULL is stored exactly as before."""
+    import sqlite3
+
+    from sqlalchemy import text
+
+    from quantroute.db.engine import make_engine
+
+    eng = make_engine(f"sqlite:///{tmp_path / 'n.db'}")
+    try:
+        assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)](None) is None
+        with eng.begin() as c:
+            c.execute(text("CREATE TABLE t (v TEXT)"))
+            c.execute(text("INSERT INTO t (v) VALUES (:v)"), {"v": None})
+            assert c.execute(text("SELECT count(*) FROM t WHERE v IS NULL")).scalar_one() == 1
+    finally:
+        eng.dispose()
