@@ -193,8 +193,12 @@ class AsyncPgClaims:
                 self._conn, self._cur = conn, conn.cursor()
                 cur = self._cur
             sql, params, ours = self.claims.statement(rows, utcnow())
-            # bounded: a hung server must not hold every later pin behind this batch
-            await asyncio.wait_for(cur.execute(sql, params), timeout_s)
+            # Bounded: a hung server must not hold every later pin behind this batch. A timeout scope, not
+            # wait_for: wait_for runs the query in a task of its own, so the statement went out one loop
+            # iteration later and its answer was read one iteration later, and at c=32 an iteration of the
+            # router's loop is most of a millisecond (the eighth pass's timeline)
+            async with asyncio.timeout(timeout_s):
+                await cur.execute(sql, params)
             return self.claims.stored(await cur.fetchall(), ours)
         except (TimeoutError, psycopg.OperationalError, psycopg.InterfaceError) as e:
             await self.aclose()

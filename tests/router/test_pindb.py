@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -199,6 +200,48 @@ def test_postgres_pins_commit_without_the_flush_only_when_asked_and_are_visible_
         with eng.connect() as c:  # the request log's and everyone else's connections: the server's default
             assert c.exec_driver_sql("SHOW synchronous_commit").scalar_one() == "on"
     finally:
+        eng.dispose()
+
+
+@pytest.mark.postgres
+def test_a_postgres_claim_held_by_a_lock_is_bounded_in_the_caller_s_task_and_the_next_claim_reconnects(pg_url):
+    """Another transaction has inserted the same session key and not committed: the claim's upsert waits for its
+    row lock. The claim gives up at its timeout (TransientError: the committer retries or fails the batch), drops
+    its connection, and the next claim connects afresh. Meanwhile the statement runs in the caller's own task:
+    a task of its own (asyncio.wait_for) cost a loop iteration before the statement went out and another after
+    its answer came back, on every batch."""
+    from quantroute.db.engine import init_db
+    from quantroute.router.pindb import AsyncPgClaims, TransientError
+
+    eng = make_engine(pg_url)
+    init_db(eng)
+    claims = claims_for(eng)
+    assert isinstance(claims, AsyncPgClaims)
+    holder = eng.connect()
+    holder.exec_driver_sql(
+        "INSERT INTO session_pin (session_key, model, tier, created_at, last_used, expires_at) "
+        "VALUES ('locked', 'llama3-8b', 'fp16', now(), now(), now() + interval '1 hour')")  # not committed
+
+    async def go() -> tuple[BaseException | None, int, float]:
+        await claims.claim([row("warm")], 5)  # connected
+        task = asyncio.create_task(claims.claim([row("locked")], 0.5))
+        await asyncio.sleep(0.2)  # the statement is out and waiting for the lock
+        tasks = len(asyncio.all_tasks())
+        started = time.monotonic()
+        err = (await asyncio.gather(task, return_exceptions=True))[0]
+        return err, tasks, time.monotonic() - started
+
+    try:
+        err, tasks, waited = asyncio.run(go())
+        assert isinstance(err, TransientError) and "TimeoutError" in str(err)
+        assert tasks == 2  # this test's task and the claim's: no third one running the query
+        assert waited < 5  # given up at the claim's timeout, not the other transaction's end
+        assert claims._conn is None  # a connection in an unknown state is never reused
+        holder.rollback()
+        assert asyncio.run(claims.claim([row("locked")], 5))[0]["tier"] == "int4"  # the lock is gone: ours
+        asyncio.run(claims.aclose())
+    finally:
+        holder.close()
         eng.dispose()
 
 
