@@ -5,8 +5,8 @@
   the hop and the pool's ping and BEGIN/COMMIT round trips dominating a first turn's latency).
 - SQLite: the statement runs in the event loop on a kept sqlite3 connection that never waits: no busy timeout
   (a write lock held elsewhere answers SQLITE_BUSY at once) and no WAL checkpoints (the request log's writer
-  checkpoints, in its thread). Only a batch that finds the write lock taken goes to a worker thread, which
-  retries it until the lock is free or the claims' time is up. A thread hop per batch cost 2-3x the statement
+  checkpoints, in its thread). A batch that finds the write lock taken tries again after a short pause on the
+  loop's clock, until the lock is free or the claims' time is up. A thread hop per batch cost 2-3x the statement
   itself (~200 us of CPU on this machine's vCPUs), and at the rates a router sees batches are small: it was a
   hop per first turn.
 - Anything else: a kept SQLAlchemy connection in autocommit mode, used from a worker thread.
@@ -111,16 +111,21 @@ class ThreadedClaims:
 
 
 class SqliteClaims:
-    """Claims on the event loop (see the module's note); `ThreadedClaims` takes a batch the loop could not write
-    without waiting."""
+    """Claims on the event loop (see the module's note). A batch that finds the write lock taken (a request-log
+    batch, another worker's claim) waits for it on the loop's clock: the loop serves other requests meanwhile
+    and tries again after a pause that starts at 50 us and doubles up to 1 ms, until the claims' time is up.
+
+    It used to hand such a batch to a worker thread, which retried there. With two workers on one SQLite file
+    the lock is often taken (each worker's claims and log batches), and the hop and the thread's retries cost
+    a first turn 9 us of the loop's time a request on average (py-spy, `--workers 2`, new sessions); a failed
+    try on the loop is the statement's bind and one lock attempt."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.claims = PinClaims(engine.dialect)
-        self.waiting = ThreadedClaims(engine)
         self._conn: sqlite3.Connection | None = None
-        self.inline = 0  # batches written in the loop / handed to the thread (what tests read)
-        self.deferred = 0
+        self.inline = 0  # batches written at the first try / tries that found the lock taken (what tests read)
+        self.busy = 0
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -138,22 +143,32 @@ class SqliteClaims:
         return self._conn
 
     async def claim(self, rows: list[dict], timeout_s: float) -> list[dict]:
-        try:
-            conn = self._connection()
-            sql, params, ours = self.claims.statement(rows, utcnow())
-            fetched = conn.execute(sql, params).fetchall()
-        except sqlite3.OperationalError as e:
-            if not busy(e):
+        deadline = time.monotonic() + timeout_s
+        pause = 50e-6
+        sql, params, ours = self.claims.statement(rows, utcnow())
+        first = True
+        while True:
+            try:
+                fetched = self._connection().execute(sql, params).fetchall()
+                break
+            except sqlite3.OperationalError as e:
+                if not busy(e):
+                    self._drop()
+                    raise TransientError(f"{type(e).__name__}: {e}") from e
+                # Another connection holds the write lock: the statement was rolled back whole. Wait without
+                # blocking the loop; give up (TransientError: the committer retries or fails the claims) once
+                # the claims' deadline has passed.
+                self.busy += 1
+                first = False
+                if time.monotonic() + pause > deadline:
+                    raise TransientError(f"{type(e).__name__}: {e}") from e
+            except Exception:
                 self._drop()
-                raise TransientError(f"{type(e).__name__}: {e}") from e
-            # Another connection holds the write lock (a request-log batch, another worker): the statement was
-            # rolled back whole; a thread waits for the lock, the loop does not.
-            self.deferred += 1
-            return await self.waiting.claim(rows, timeout_s)
-        except Exception:
-            self._drop()
-            raise
-        self.inline += 1
+                raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 1e-3)
+        if first:
+            self.inline += 1
         return self.claims.stored(fetched, ours)
 
     def _drop(self) -> None:
@@ -166,7 +181,6 @@ class SqliteClaims:
 
     async def aclose(self) -> None:
         self._drop()
-        await self.waiting.aclose()
 
 
 class AsyncPgClaims:
