@@ -56,46 +56,18 @@ class ThreadedClaims:
         self._conn: Connection | None = None
 
     async def claim(self, rows: list[dict], timeout_s: float) -> list[dict]:
-        return await asyncio.to_thread(self._claim, rows, time.monotonic() + timeout_s)
+        return await asyncio.to_thread(self._claim, rows)
 
-    def _claim(self, rows: list[dict], deadline: float) -> list[dict]:
+    def _claim(self, rows: list[dict]) -> list[dict]:
         if self._conn is None:
             self._conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-            if self.engine.dialect.name == "sqlite":  # `_sqlite` waits for the lock itself, see there
-                self._conn.exec_driver_sql("PRAGMA busy_timeout=0")
-            elif self.engine.dialect.name == "postgresql" and not self.synchronous:
+            if self.engine.dialect.name == "postgresql" and not self.synchronous:
                 self._conn.exec_driver_sql(ASYNC_COMMIT)
         try:
-            if self.engine.dialect.name != "sqlite":
-                return self.claims.claim(self._conn, rows, utcnow())
-            return self._sqlite(rows, deadline)
+            return self.claims.claim(self._conn, rows, utcnow())
         except Exception:
             self._drop()  # a broken or unknown-state connection is never reused
             raise
-
-    def _sqlite(self, rows: list[dict], deadline: float) -> list[dict]:
-        """The claim through sqlite3 directly (autocommit: the statement is its own transaction; SQLAlchemy's
-        execution path cost more than the statement, in a thread that holds the GIL the event loop needs
-        meanwhile), retried while another connection holds the write lock, until `deadline`.
-
-        The wait is ours, not SQLite's busy timeout: SQLite's handler sleeps 1, 2, 5, 10 ms... between tries, so
-        a batch that found a request-log commit (a few hundred microseconds) in the way waited 1.4 ms at the
-        median, and it kept trying for the whole timeout (30 s), however short the claims' own deadline. Here
-        the pause starts at 50 us and doubles up to 1 ms, and the batch gives up (TransientError: the committer
-        retries it or fails its claims) once its deadline has passed."""
-        sql, params, ours = self.claims.statement(rows, utcnow())
-        raw = self._conn.connection.driver_connection  # type: ignore[union-attr]  # a live pysqlite connection
-        if not isinstance(raw, sqlite3.Connection):
-            raise TypeError(f"the SQLite pin path needs a sqlite3 connection, got {type(raw).__name__}")
-        pause = 50e-6
-        while True:
-            try:
-                return self.claims.stored(raw.execute(sql, params).fetchall(), ours)
-            except sqlite3.OperationalError as e:  # locked, busy, I/O: the database's state, not these rows'
-                if not busy(e) or time.monotonic() + pause > deadline:
-                    raise TransientError(f"{type(e).__name__}: {e}") from e
-            time.sleep(pause)
-            pause = min(pause * 2, 1e-3)
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -115,10 +87,14 @@ class SqliteClaims:
     batch, another worker's claim) waits for it on the loop's clock: the loop serves other requests meanwhile
     and tries again after a pause that starts at 50 us and doubles up to 1 ms, until the claims' time is up.
 
+    The wait is ours, not SQLite's busy timeout: SQLite's handler sleeps 1, 2, 5, 10 ms... between tries, so a
+    batch that found a request-log commit (a few hundred microseconds) in the way waited 1.4 ms at the median,
+    and it kept trying for the whole busy timeout (30 s), however short the claims' own deadline.
+
     It used to hand such a batch to a worker thread, which retried there. With two workers on one SQLite file
-    the lock is often taken (each worker's claims and log batches), and the hop and the thread's retries cost
-    a first turn 9 us of the loop's time a request on average (py-spy, `--workers 2`, new sessions); a failed
-    try on the loop is the statement's bind and one lock attempt."""
+    the lock is often taken (each worker's claims and log batches): py-spy (`--workers 2`, new sessions, c=32)
+    put the claim path at ~43 us a request with the thread's hop and retries, ~21 us retrying on the loop; a
+    failed try on the loop is the statement's bind and one lock attempt."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

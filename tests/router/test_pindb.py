@@ -14,7 +14,7 @@ import pytest
 from quantroute.clock import utcnow
 from quantroute.db.engine import make_engine
 from quantroute.router.pincommit import PinCommitter
-from quantroute.router.pindb import SqliteClaims, ThreadedClaims, claims_for
+from quantroute.router.pindb import SqliteClaims, claims_for
 
 
 def row(key: str, tier: str = "int4") -> dict:
@@ -131,14 +131,14 @@ def _hold_write_lock(path: str, seconds: float) -> threading.Thread:
     return holder
 
 
-def test_a_thread_claim_gives_up_when_its_deadline_passes_with_the_lock_still_taken(sqlite_engine):
-    """The thread's wait for the write lock is bounded by the claims' deadline, not by the connection's 30 s busy
-    timeout: with the lock held for 2 s and 0.3 s to go, the claim fails (the committer then retries or fails
-    its requests) instead of storing the pin long after its requests gave up. Afterwards the same object
-    claims normally."""
+def test_a_claim_gives_up_when_its_deadline_passes_with_the_lock_still_taken(sqlite_engine):
+    """The wait for the write lock is bounded by the claims' deadline, not by the engine's 30 s busy timeout:
+    with the lock held for 2 s and 0.3 s to go, the claim fails (the committer then retries or fails its
+    requests) instead of storing the pin long after its requests gave up. Afterwards the same object claims
+    normally."""
     from quantroute.router.pindb import TransientError
 
-    claims = ThreadedClaims(sqlite_engine)
+    claims = SqliteClaims(sqlite_engine)
     holder = _hold_write_lock(sqlite_engine.url.database, 2.0)
     with pytest.raises(TransientError, match="locked"):
         asyncio.run(claims.claim([row("late")], 0.3))
