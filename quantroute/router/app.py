@@ -296,14 +296,9 @@ class Router:
 
             gate = settle_first
 
-            pin = route.pin
-
             def settled(fut) -> None:  # a pin that failed or moved stops the upstream request at once
-                if state["done"] or state["gone"]:
-                    return
-                if fut.cancelled() or fut.exception() is not None or (
-                        not (pin is not None and self.decider.stored_as_claimed(pin, fut))
-                        and self.decider.moved(route)):
+                if not state["done"] and not state["gone"] and (fut.cancelled() or fut.exception() is not None
+                                                               or self.decider.moved(route)):
                     state["moved"] = True
                     task.cancel()
 

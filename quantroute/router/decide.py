@@ -275,9 +275,10 @@ class Decider:
 
     @staticmethod
     def stored_as_claimed(pin: Pin, fut: asyncio.Future) -> bool:
-        """Whether a resolved claim stored exactly the row `pin` claimed (the committer hands that very dict
-        back): the request then goes where its pin says, by construction."""
-        return pin.claim_row is not None and fut.result() is pin.claim_row
+        """Whether the claim stored exactly the row `pin` claimed (the committer hands that very dict back): the
+        request then goes where its pin says, by construction. False while it is pending or if it failed."""
+        return (pin.claim_row is not None and fut.done() and not fut.cancelled() and fut.exception() is None
+                and fut.result() is pin.claim_row)
 
     def agrees(self, route: Route) -> bool:
         """Whether the request goes where its session's pin (as stored, once it is) says."""
@@ -306,7 +307,11 @@ class Decider:
         return node is not None
 
     def moved(self, route: Route) -> bool:
-        """The stored pin sends this request elsewhere (see `agrees` and `affinity_moves`)."""
+        """The stored pin sends this request elsewhere (see `agrees` and `affinity_moves`); never when it stored
+        this request's own claim."""
+        pin = route.pin
+        if pin is not None and pin.stored is not None and self.stored_as_claimed(pin, pin.stored):
+            return False
         return not self.agrees(route) or self.affinity_moves(route)
 
     def served(self, route: Route, node: Node | None) -> None:

@@ -90,7 +90,7 @@ class PinStore:
         pin = self.cache.get(key)
         if pin is None:
             return None
-        if pin.stored is not None and pin.stored.done() and not self.adopt(pin):
+        if pin.stored is not None and not self.adopt(pin):
             return None  # its claim failed: this turn claims again
         if pin.expires > now:
             pin.expires = now + ttl_s
