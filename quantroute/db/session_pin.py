@@ -60,7 +60,8 @@ class PinClaims:
     server plans it once (a prepared statement). The profile of the VALUES form showed psycopg re-splitting the
     query text per batch in Python (it caches only statements of up to 50 parameters; a pin has 11) at half of
     the claim's client CPU, and a prepared statement per batch size. orjson writes the JSON in C; timestamps go as
-    ISO 8601 with their offset, which the `timestamptz` columns read exactly."""
+    ISO 8601 with their offset, which the `timestamptz` columns read exactly. The router's pin connection runs the
+    same statement through asyncpg (`numbered`; see router/pindb.py)."""
 
     def __init__(self, dialect: Dialect) -> None:
         table = table_of(SessionPin)
@@ -74,11 +75,15 @@ class PinClaims:
         self.json_sql = (self._upsert(f"SELECT {', '.join(_COLUMNS)} FROM json_populate_recordset("
                                       f"NULL::{SessionPin.__tablename__}, {self.mark}::json)")
                          if dialect.name == "postgresql" and dialect.driver == "psycopg" else "")
+        # The same for asyncpg (see `numbered`): numbered parameters, `now` bound once as $2
+        self.numbered_sql = (self._upsert(f"SELECT {', '.join(_COLUMNS)} FROM json_populate_recordset("
+                                          f"NULL::{SessionPin.__tablename__}, $1::json)", now="$2")
+                             if dialect.name == "postgresql" else "")
 
-    def _upsert(self, rows: str) -> str:
+    def _upsert(self, rows: str, now: str = "") -> str:
         """The claim around `rows` (a VALUES list or a SELECT); `now` follows the rows' parameters, once per
-        claimed column."""
-        t, m, cols = SessionPin.__tablename__, self.mark, ", ".join(_COLUMNS)
+        claimed column (or is the one numbered parameter given)."""
+        t, m, cols = SessionPin.__tablename__, now or self.mark, ", ".join(_COLUMNS)
         fresh = [f"{c} = CASE WHEN {t}.expires_at <= {m} THEN excluded.{c} ELSE {t}.{c} END" for c in _CLAIMED]
         return (f"INSERT INTO {t} ({cols}) {rows} ON CONFLICT (session_key) DO UPDATE SET {', '.join(fresh)}, "
                 f"last_used = excluded.last_used, expires_at = excluded.expires_at RETURNING {cols}")
@@ -98,9 +103,8 @@ class PinClaims:
         ordered = sorted(pins, key=lambda p: p["session_key"])
         stamp = self.bind_now(now) if self.bind_now else now
         if self.json_sql:
-            rows = orjson.dumps([{c: p[c] for c in _COLUMNS} for p in ordered]).decode()
-            return (self.json_sql, (rows, *[stamp] * len(_CLAIMED)),
-                    {p["session_key"]: (tuple([p[c] for c in _CLAIMED]), p) for p in ordered})
+            rows, ours = self._json(ordered)
+            return self.json_sql, (rows, *[stamp] * len(_CLAIMED)), ours
         params: list = []
         ours = {}
         bind_used = self.bind[_LAST_USED]
@@ -113,6 +117,17 @@ class PinClaims:
             params += values
         params += [stamp] * len(_CLAIMED)
         return self.sql(len(pins)), tuple(params), ours
+
+    def numbered(self, pins: list[dict], now: datetime) -> tuple[str, tuple, dict[str, tuple[tuple, dict]]]:
+        """`statement` for asyncpg on PostgreSQL: the JSON form with numbered parameters, (the rows as JSON,
+        `now`); asyncpg binds Python values itself (an aware datetime for `timestamptz`)."""
+        rows, ours = self._json(sorted(pins, key=lambda p: p["session_key"]))
+        return self.numbered_sql, (rows, now), ours
+
+    @staticmethod
+    def _json(ordered: list[dict]) -> tuple[str, dict[str, tuple[tuple, dict]]]:
+        rows = orjson.dumps([{c: p[c] for c in _COLUMNS} for p in ordered]).decode()
+        return rows, {p["session_key"]: (tuple([p[c] for c in _CLAIMED]), p) for p in ordered}
 
     def stored(self, rows, ours: dict[str, tuple[tuple, dict]] | None = None) -> list[dict]:
         """The RETURNING rows as column -> value dicts, datetimes aware. A row whose claimed columns are what this

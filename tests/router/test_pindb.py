@@ -1,5 +1,6 @@
 """Where pin claims run: on SQLite in the event loop on a connection that never waits (a batch that finds the write
-lock taken goes to a worker thread instead), and the loop keeps serving while it does."""
+lock taken tries again on the loop's clock), on PostgreSQL in the event loop through asyncpg; the loop keeps
+serving while they wait."""
 
 from __future__ import annotations
 
@@ -193,7 +194,7 @@ def test_postgres_pins_commit_without_the_flush_only_when_asked_and_are_visible_
             seen = other.exec_driver_sql("SELECT tier FROM session_pin WHERE session_key = %s",
                                          (pin["session_key"],)).first()
         reader.dispose()
-        setting = (await (await committer._db._conn.execute("SHOW synchronous_commit")).fetchone())[0]
+        setting = await committer._db._conn.fetchval("SHOW synchronous_commit")
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
         return pin, setting, tuple(seen) if seen else None
@@ -216,12 +217,12 @@ def test_a_postgres_claim_held_by_a_lock_is_bounded_in_the_caller_s_task_and_the
     a task of its own (asyncio.wait_for) cost a loop iteration before the statement went out and another after
     its answer came back, on every batch."""
     from quantroute.db.engine import init_db
-    from quantroute.router.pindb import AsyncPgClaims, TransientError
+    from quantroute.router.pindb import AsyncpgClaims, TransientError
 
     eng = make_engine(pg_url)
     init_db(eng)
     claims = claims_for(eng)
-    assert isinstance(claims, AsyncPgClaims)
+    assert isinstance(claims, AsyncpgClaims)
     holder = eng.connect()
     holder.exec_driver_sql(
         "INSERT INTO session_pin (session_key, model, tier, created_at, last_used, expires_at) "
@@ -243,10 +244,120 @@ def test_a_postgres_claim_held_by_a_lock_is_bounded_in_the_caller_s_task_and_the
         assert waited < 5  # given up at the claim's timeout, not the other transaction's end
         assert claims._conn is None  # a connection in an unknown state is never reused
         holder.rollback()
-        assert asyncio.run(claims.claim([row("locked")], 5))[0]["tier"] == "int4"  # the lock is gone: ours
-        asyncio.run(claims.aclose())
+
+        async def again() -> str:
+            try:
+                return (await claims.claim([row("locked")], 5))[0]["tier"]
+            finally:
+                await claims.aclose()
+
+        assert asyncio.run(again()) == "int4"  # the lock is gone: ours
     finally:
         holder.close()
+        eng.dispose()
+
+
+@pytest.mark.postgres
+def test_asyncpg_claims_round_trip_exactly_and_hand_back_our_own_rows_or_the_stored_ones(pg_url):
+    """The router's PostgreSQL claims go through asyncpg while everything else reads the table through psycopg:
+    40 pins with NULLs, canary arms and timestamps a microsecond apart come back exactly as claimed (ours: the
+    very dicts), and a pin stored first by another replica that differs in one column comes back as stored. The
+    URL carries libpq's connect_timeout, which asyncpg does not know (sent to the server as a setting, it would be
+    refused), and the schema as `options=-csearch_path=...`, which it must keep."""
+    from quantroute.db.engine import init_db
+    from quantroute.db.session_pin import PinClaims
+    from quantroute.router.pindb import AsyncpgClaims
+
+    eng = make_engine(f"{pg_url}&connect_timeout=3")
+    init_db(eng)
+    claims = claims_for(eng)
+    assert isinstance(claims, AsyncpgClaims) and claims.connect_timeout_s == 3
+    now = utcnow()
+    sent = [{**row(f"k-{i:02d}", "fp16"), "arm": "canary" if i % 3 else None, "last_node": f"n-{i}",
+             "created_at": now - timedelta(microseconds=i * 7 + 1)} for i in range(40)]
+    theirs = {**row("theirs", "int4"), "arm": "canary"}
+    with eng.begin() as conn:  # another replica, through psycopg
+        PinClaims(eng.dialect).claim(conn, [theirs], utcnow())
+
+    async def go() -> list[dict]:
+        try:
+            return await claims.claim([*reversed(sent), {**theirs, "tier": "fp16"}], 5)
+        finally:
+            await claims.aclose()
+
+    try:
+        got = {p["session_key"]: p for p in asyncio.run(go())}
+        assert all(got[p["session_key"]] is p for p in sent)
+        assert (got["theirs"]["tier"], got["theirs"]["arm"]) == ("int4", "canary")
+        assert got["theirs"]["created_at"] == theirs["created_at"]
+        assert got["theirs"]["created_at"].utcoffset() == timedelta(0)
+        with eng.connect() as c:  # what psycopg reads back is what was claimed, to the microsecond
+            stored = {r[0]: r[1:] for r in c.exec_driver_sql(
+                "SELECT session_key, tier, arm, last_node, created_at FROM session_pin")}
+        assert all(stored[p["session_key"]] == (p["tier"], p["arm"], p["last_node"], p["created_at"])
+                   for p in sent)
+    finally:
+        eng.dispose()
+
+
+@pytest.mark.postgres
+def test_a_postgres_pin_connection_the_server_drops_fails_its_batch_as_transient_and_the_next_reconnects(pg_url):
+    """The database terminates the pin connection while a batch is out (a restart, a failover, an operator's
+    pg_terminate_backend): the batch fails with TransientError, which the committer retries as it is (not split
+    into single rows and rejected), and the next claim connects afresh. A connection dropped while idle is
+    noticed before the next batch, which connects afresh without failing."""
+    from quantroute.db.engine import init_db
+    from quantroute.router.pindb import TransientError
+
+    eng = make_engine(pg_url)
+    init_db(eng)
+    claims = claims_for(eng)
+    holder = eng.connect()  # holds the row the batch below waits for, so the batch is out when the server drops it
+    holder.exec_driver_sql(
+        "INSERT INTO session_pin (session_key, model, tier, created_at, last_used, expires_at) "
+        "VALUES ('dropped', 'llama3-8b', 'fp16', now(), now(), now() + interval '1 hour')")  # not committed
+
+    def terminate(pid: int) -> None:
+        with eng.connect() as c:
+            c.exec_driver_sql(f"SELECT pg_terminate_backend({pid})")
+
+    async def go() -> tuple[BaseException | None, str, str]:
+        await claims.claim([row("before")], 5)
+        task = asyncio.create_task(claims.claim([row("dropped")], 5))
+        await asyncio.sleep(0.2)  # out, waiting for the lock
+        await asyncio.to_thread(terminate, claims._conn.get_server_pid())
+        err = (await asyncio.gather(task, return_exceptions=True))[0]
+        after = (await claims.claim([row("after", "fp16")], 5))[0]["tier"]
+        await asyncio.to_thread(terminate, claims._conn.get_server_pid())  # idle this time
+        await asyncio.sleep(0.2)
+        idle = (await claims.claim([row("idle", "fp8")], 5))[0]["tier"]
+        await claims.aclose()
+        return err, after, idle
+
+    try:
+        err, after, idle = asyncio.run(go())
+        assert isinstance(err, TransientError), err
+        assert (after, idle) == ("fp16", "fp8")
+    finally:
+        holder.rollback()
+        holder.close()
+        eng.dispose()
+
+
+def test_without_asyncpg_postgres_pins_are_claimed_from_a_worker_thread(monkeypatch, caplog):
+    """asyncpg comes with the postgres extra; a deployment that installed psycopg alone still stores pins (through
+    the threaded path) and says what to install."""
+    import sys
+
+    from quantroute.router.pindb import ThreadedClaims
+
+    monkeypatch.setitem(sys.modules, "asyncpg", None)  # import asyncpg -> ImportError
+    eng = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none")  # never connected
+    try:
+        with caplog.at_level("WARNING"):
+            assert isinstance(claims_for(eng, synchronous=False), ThreadedClaims)
+        assert "quantroute[postgres]" in caplog.text
+    finally:
         eng.dispose()
 
 
