@@ -189,9 +189,7 @@ class AsyncpgClaims:
         try:
             conn = self._conn
             if conn is None or conn.is_closed():
-                settings = {} if self.synchronous else {"synchronous_commit": "off"}
-                limit = min(timeout_s, self.connect_timeout_s or timeout_s)
-                conn = self._conn = await asyncpg.connect(self.dsn, timeout=limit, server_settings=settings)
+                conn = self._conn = await self._connect(timeout_s)
             sql, params, ours = self.claims.numbered(rows, utcnow())
             # Bounded: a hung server must not hold every later pin behind this batch. A timeout scope, not
             # wait_for: wait_for runs the query in a task of its own, so the statement went out one loop
@@ -212,6 +210,19 @@ class AsyncpgClaims:
         except Exception:
             await self.aclose()
             raise
+
+    async def _connect(self, timeout_s: float) -> asyncpg.Connection:
+        """A new connection. Every failure to connect is the connection's (TransientError), as with psycopg, where
+        a refused login is an OperationalError too: the batch waits and retries as it is, rather than being
+        split and failed row by row with a connection attempt per half."""
+        import asyncpg
+
+        settings = {} if self.synchronous else {"synchronous_commit": "off"}
+        try:
+            return await asyncpg.connect(self.dsn, timeout=min(timeout_s, self.connect_timeout_s or timeout_s),
+                                         server_settings=settings)
+        except Exception as e:  # noqa: BLE001 - see above
+            raise TransientError(f"connecting: {type(e).__name__}: {e}") from e
 
     async def aclose(self) -> None:
         conn, self._conn = self._conn, None

@@ -344,6 +344,37 @@ def test_a_postgres_pin_connection_the_server_drops_fails_its_batch_as_transient
         eng.dispose()
 
 
+@pytest.mark.postgres
+def test_a_pin_connection_the_server_refuses_fails_the_batch_whole_after_its_deadline_not_row_by_row(pg_url):
+    """A login the server refuses (here a role that does not exist) is the connection's failure, as psycopg
+    reports it too: the committer keeps the batch and retries it until the claims' deadline, then fails each pin
+    as not stored in time; it does not split the batch and reject every row as the database's verdict on it."""
+    from sqlalchemy.engine import make_url
+
+    from quantroute.router.pincommit import PinNotStored
+    from quantroute.router.pindb import TransientError
+
+    eng = make_engine(make_url(pg_url).set(username="no_such_role_here").render_as_string(hide_password=False))
+
+    async def go() -> tuple[BaseException | None, list, int]:
+        err = (await asyncio.gather(claims_for(eng).claim([row("x")], 2), return_exceptions=True))[0]
+        committer = PinCommitter(eng, timeout_s=0.5)
+        runner = asyncio.create_task(committer.run())
+        outcomes = await asyncio.gather(*[committer.submit(row(f"refused-{i}")) for i in range(8)],
+                                        return_exceptions=True)
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+        return err, outcomes, committer.errors
+
+    try:
+        err, outcomes, errors = asyncio.run(go())
+        assert isinstance(err, TransientError) and "connecting" in str(err), err
+        assert all(isinstance(o, PinNotStored) and "not stored within" in str(o) for o in outcomes), outcomes
+        assert errors < 8  # whole-batch retries with a backoff, not a connection attempt per half-batch
+    finally:
+        eng.dispose()
+
+
 def test_without_asyncpg_postgres_pins_are_claimed_from_a_worker_thread(monkeypatch, caplog):
     """asyncpg comes with the postgres extra; a deployment that installed psycopg alone still stores pins (through
     the threaded path) and says what to install."""
