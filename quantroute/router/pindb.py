@@ -221,7 +221,7 @@ class AsyncpgClaims:
         try:
             return await asyncpg.connect(self.dsn, timeout=min(timeout_s, self.connect_timeout_s or timeout_s),
                                          server_settings=settings)
-        except Exception as e:  # noqa: BLE001 - see above
+        except Exception as e:  # every kind: see above
             raise TransientError(f"connecting: {type(e).__name__}: {e}") from e
 
     async def aclose(self) -> None:
