@@ -1,0 +1,157 @@
+"""Two revisions of the router side by side, in paired runs: the change a commit makes at c=1, on a noisy host.
+
+`router_overhead.py` measures one router after another, so a change of a few tens of microseconds drowns in the
+host's swings (on a slow host, runs of one tree moved +p50 at c=1 by 0.2-0.4 ms). Here both routers run at once,
+each from its own source tree and on its own fresh database, against the same backends, and short wrk runs
+alternate between them (the order swapped every other pair). Each pair shares the host's state of the moment,
+so the per-pair difference cancels most of the drift. Printed: each side's median, the median of the pairs'
+differences and in how many pairs the head was faster; with `--c32`, req/s at c=32 the same way.
+
+    python benchmarks/router_paired.py --base HEAD~1                  # the working tree against its parent
+    python benchmarks/router_paired.py --base 9cb00a4 --head d2ede59 --db postgresql+psycopg://... --sessions new
+
+A revision other than the working tree is checked out into a temporary git worktree (removed afterwards) and its
+router runs with that tree first on PYTHONPATH; the script checks that the router imports that tree.
+Environment for both routers comes from `--env KEY=VALUE` (e.g. QUANTROUTE_ROUTER_PIN_SYNCHRONOUS_COMMIT=false)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import router_overhead as ro
+
+
+def checkout(rev: str | None, tmp: Path) -> Path:
+    """The source tree of `rev` (None: the working tree)."""
+    if rev is None:
+        return ro.REPO
+    tree = tmp / f"tree-{rev.replace('/', '_')}"
+    subprocess.run(["git", "-C", str(ro.REPO), "worktree", "add", "--detach", str(tree), rev], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return tree
+
+
+def imports_from(tree: Path, env: dict[str, str]) -> None:
+    """Fail unless a Python started with this environment imports quantroute from `tree` (an editable install of
+    another tree must not win over PYTHONPATH)."""
+    got = subprocess.run([ro.PY, "-c", "import quantroute, pathlib; print(pathlib.Path(quantroute.__file__).parent)"],
+                         env={**os.environ, **env}, capture_output=True, text=True, check=True).stdout.strip()
+    if Path(got).resolve() != (tree / "quantroute").resolve():
+        raise SystemExit(f"the router for {tree} would import quantroute from {got}")
+
+
+def start_router(tree: Path, db: ro.Database, policies: Path, bports: list[int], env: dict[str, str],
+                 log: Path) -> tuple[int, subprocess.Popen]:
+    port = ro.free_port()
+    env = {"PYTHONPATH": str(tree), "QUANTROUTE_ROUTER_NODE_REFRESH_S": "0.3", **env}
+    imports_from(tree, env)
+    proc = subprocess.Popen([ro.PY, "-m", "quantroute.cli.main", "router", "--policies", str(policies), "--port",
+                             str(port), "--db", db.url, "--admin-token", "bench", "--workers", "1"],
+                            cwd=tree, env={**os.environ, **env}, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    try:
+        ro.wait_port(port, proc=proc)
+    except RuntimeError as e:
+        raise RuntimeError(f"{e}; router log:\n{log.read_text()[-3000:]}") from None
+    for (deployment, tier, fmt), bport in zip(ro.BACKENDS, bports):
+        ro.register(port, bport, deployment, tier, fmt)
+    return port, proc
+
+
+def paired(results: dict[str, list[float]], *, higher_is_better: bool) -> str:
+    base, head = results["base"], results["head"]
+    diffs = [h - b for b, h in zip(base, head)]
+    better = sum((d > 0) if higher_is_better else (d < 0) for d in diffs)
+    return (f"base {statistics.median(base):.3f} (min {min(base):.3f}, max {max(base):.3f})  "
+            f"head {statistics.median(head):.3f} (min {min(head):.3f}, max {max(head):.3f})  "
+            f"head - base, median of pairs {statistics.median(diffs):+.3f}; head better in {better}/{len(diffs)}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--base", required=True, help="git revision of the baseline router")
+    ap.add_argument("--head", default=None, help="git revision of the other router [the working tree]")
+    ap.add_argument("--db", default="sqlite", help="'sqlite' or a PostgreSQL URL (each router: a fresh one)")
+    ap.add_argument("--sessions", choices=ro.SESSION_MODES, default="new", help="session mode [new]")
+    ap.add_argument("--pairs", type=int, default=20, help="pairs of runs [20]")
+    ap.add_argument("--seconds", type=int, default=2, help="length of each wrk run, whole seconds [2]")
+    ap.add_argument("--c32", action="store_true", help="also req/s at c=32, paired the same way")
+    ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for both routers; repeat")
+    args = ap.parse_args()
+    if args.pairs < 1 or args.seconds < 1:
+        ap.error("--pairs and --seconds must be >= 1")
+    env = {}
+    for kv in args.env:
+        key, sep, value = kv.partition("=")
+        if not sep or not key:
+            ap.error(f"--env takes KEY=VALUE, got {kv!r}")
+        env[key] = value
+    if not shutil.which(ro.WRK):
+        raise SystemExit(f"{ro.WRK} not found (Debian package wrk)")
+
+    tmp = Path(tempfile.mkdtemp(prefix="qr-paired-"))
+    shutil.copytree(ro.REPO / "policies", tmp / "policies", ignore=shutil.ignore_patterns("active"))
+    trees: dict[str, Path] = {}
+    procs: list[subprocess.Popen] = []
+    dbs: list[ro.Database] = []
+    try:
+        trees = {"base": checkout(args.base, tmp), "head": checkout(args.head, tmp)}
+        bports = [ro.free_port() for _ in ro.BACKENDS]
+        procs += [ro.start([ro.PY, str(ro.HERE / "support" / "fast_backend.py"), str(p), dep, "0"])
+                  for p, (dep, _, _) in zip(bports, ro.BACKENDS)]
+        for p in bports:
+            ro.wait_port(p)
+        ports = {}
+        for side, tree in trees.items():
+            db = ro.Database(args.db, tmp)
+            db.__enter__()
+            dbs.append(db)
+            ports[side], proc = start_router(tree, db, tmp / "policies", bports, env, tmp / f"router-{side}.log")
+            procs.append(proc)
+        time.sleep(1.5)  # node registrations reach the routers' tables
+        body = json.dumps(ro.BODY).encode()
+        url = {side: f"http://127.0.0.1:{port}/v1/chat/completions" for side, port in ports.items()}
+        for side in url:  # warm-up: connections, caches, the statement caches of the pin connection
+            ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 8, 1)
+        p50 = {"base": [], "head": []}
+        rps = {"base": [], "head": []}
+        errors = {"base": 0, "head": 0}
+        for i in range(args.pairs):
+            for side in (("base", "head") if i % 2 == 0 else ("head", "base")):
+                c1 = ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 1, args.seconds)
+                p50[side].append(c1["p50_ms"])
+                errors[side] += c1["errors"] + c1["timeouts"]
+                if args.c32:
+                    c32 = ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 32, args.seconds)
+                    rps[side].append(c32["rps"])
+                    errors[side] += c32["errors"] + c32["timeouts"]
+            print(f"pair {i + 1}/{args.pairs}: p50 at c=1 base {p50['base'][-1]:.3f} ms, head {p50['head'][-1]:.3f} ms",
+                  flush=True)
+        print(f"\n{args.base} (base) against {args.head or 'the working tree'} (head); {args.db.split('@')[-1]}, "
+              f"sessions {args.sessions}, {args.pairs} pairs of {args.seconds:g} s; errors+timeouts "
+              f"base {errors['base']}, head {errors['head']}")
+        print(f"p50 ms at c=1:   {paired(p50, higher_is_better=False)}")
+        if args.c32:
+            print(f"req/s at c=32:   {paired(rps, higher_is_better=True)}")
+    finally:
+        for proc in procs:
+            ro.stop(proc)
+        for db in dbs:
+            db.__exit__(None, None, None)
+        for tree in trees.values():
+            if tree != ro.REPO:
+                subprocess.run(["git", "-C", str(ro.REPO), "worktree", "remove", "--force", str(tree)],
+                               check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
