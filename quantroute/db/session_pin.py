@@ -71,18 +71,21 @@ class PinClaims:
         self.bind_now = self.bind[-1]
         self.bind_first = [None if i == _LAST_USED else f for i, f in enumerate(self.bind)]  # see `statement`
         self._sql: dict[int, str] = {}  # the VALUES form by batch size
-        # The JSON form: the table's own row type names the columns' types, so nothing here must keep in step
-        self.json_sql = (self._upsert(f"SELECT {', '.join(_COLUMNS)} FROM json_populate_recordset("
-                                      f"NULL::{SessionPin.__tablename__}, {self.mark}::json)")
-                         if dialect.name == "postgresql" and dialect.driver == "psycopg" else "")
-        # The same for asyncpg (see `numbered`): numbered parameters, `now` bound once as $2
-        self.numbered_sql = (self._upsert(f"SELECT {', '.join(_COLUMNS)} FROM json_populate_recordset("
-                                          f"NULL::{SessionPin.__tablename__}, $1::json)", now="$2")
-                             if dialect.name == "postgresql" else "")
+        # The JSON form: the table's own row type names the columns' types, so nothing here must keep in step.
+        # psycopg's takes `now` once per claimed column; asyncpg's (see `numbered`) numbers its parameters, so
+        # `now` is bound once as $2.
+        pg = dialect.name == "postgresql"
+        self.json_sql = self._json_upsert(self.mark, self.mark) if pg and dialect.driver == "psycopg" else ""
+        self.numbered_sql = self._json_upsert("$1", "$2") if pg else ""
+
+    def _json_upsert(self, rows: str, now: str) -> str:
+        """The claim of the rows in the JSON parameter `rows`."""
+        return self._upsert(f"SELECT {', '.join(_COLUMNS)} FROM json_populate_recordset("
+                            f"NULL::{SessionPin.__tablename__}, {rows}::json)", now)
 
     def _upsert(self, rows: str, now: str = "") -> str:
-        """The claim around `rows` (a VALUES list or a SELECT); `now` follows the rows' parameters, once per
-        claimed column (or is the one numbered parameter given)."""
+        """The claim around `rows` (a VALUES list or a SELECT); `now` is the placeholder compared with each
+        claimed column's expiry [the driver's mark: its parameters follow the rows', once per claimed column]."""
         t, m, cols = SessionPin.__tablename__, now or self.mark, ", ".join(_COLUMNS)
         fresh = [f"{c} = CASE WHEN {t}.expires_at <= {m} THEN excluded.{c} ELSE {t}.{c} END" for c in _CLAIMED]
         return (f"INSERT INTO {t} ({cols}) {rows} ON CONFLICT (session_key) DO UPDATE SET {', '.join(fresh)}, "
