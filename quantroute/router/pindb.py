@@ -178,7 +178,11 @@ class AsyncpgClaims:
         # refuses it): it bounds the connect here. The rest of the query (sslmode, options=-csearch_path=...,
         # application_name) asyncpg reads as libpq does.
         raw = query.pop("connect_timeout", None)
-        self.connect_timeout_s = float(raw) if isinstance(raw, str) and raw else None
+        try:
+            self.connect_timeout_s = float(raw) if raw else None
+        except (TypeError, ValueError):
+            raise ValueError(f"connect_timeout in the database URL must be one number of seconds, got {raw!r}") \
+                from None
         self.dsn = url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)
         self.claims = PinClaims(engine.dialect)
         self._conn: asyncpg.Connection | None = None
@@ -199,16 +203,14 @@ class AsyncpgClaims:
             async with asyncio.timeout(timeout_s):
                 fetched = await conn.fetch(sql, *params)
             return self.claims.stored(fetched, ours)
-        except (TimeoutError, OSError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError) as e:
-            await self.aclose()
-            raise TransientError(f"{type(e).__name__}: {e}") from e
-        except asyncpg.PostgresError as e:
+        except Exception as e:
             await self.aclose()  # a broken or unknown-state connection is never reused
-            if transient_state(e.sqlstate) or isinstance(e, asyncpg.InvalidCachedStatementError):
+            # The connection's failures (the socket, a timeout, asyncpg's interface errors, the SQLSTATE classes
+            # below, a cached statement a schema change invalidated) are worth retrying as they are; anything
+            # else is about the rows (the committer splits the batch).
+            if isinstance(e, (TimeoutError, OSError, asyncpg.InterfaceError, asyncpg.InvalidCachedStatementError)) \
+                    or (isinstance(e, asyncpg.PostgresError) and transient_state(e.sqlstate)):
                 raise TransientError(f"{type(e).__name__}: {e}") from e
-            raise
-        except Exception:
-            await self.aclose()
             raise
 
     async def _connect(self, timeout_s: float) -> asyncpg.Connection:
@@ -237,8 +239,9 @@ class AsyncpgClaims:
 
 def transient_state(sqlstate: str | None) -> bool:
     """The SQLSTATE classes psycopg reports as OperationalError, which SQLAlchemy-driven claims retry too: the
-    connection (08), a rollback the server chose (40: deadlock, serialization), resources (53), operator
-    intervention such as a shutdown (57) and system errors (58). Anything else is about the rows."""
+    connection (08, asyncpg's PostgresConnectionError and its subclasses), a rollback the server chose (40:
+    deadlock, serialization), resources (53), operator intervention such as a shutdown (57) and system errors
+    (58). Anything else is about the rows."""
     return (sqlstate or "")[:2] in ("08", "40", "53", "57", "58")
 
 
