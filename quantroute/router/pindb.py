@@ -177,10 +177,12 @@ class AsyncpgClaims:
         # libpq's connect_timeout has no asyncpg name (asyncpg would send it to the server as a setting, which
         # refuses it): it bounds the connect here. The rest of the query (sslmode, options=-csearch_path=...,
         # application_name) asyncpg reads as libpq does.
-        raw = query.pop("connect_timeout", None)
+        raw = query.pop("connect_timeout", "")
         try:
-            self.connect_timeout_s = float(raw) if raw else None
-        except (TypeError, ValueError):
+            self.connect_timeout_s = float(raw) if isinstance(raw, str) and raw else None
+            if not isinstance(raw, str):  # given more than once
+                raise ValueError
+        except ValueError:
             raise ValueError(f"connect_timeout in the database URL must be one number of seconds, got {raw!r}") \
                 from None
         self.dsn = url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)

@@ -5,6 +5,7 @@ serving while they wait."""
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 import threading
 import time
@@ -378,12 +379,13 @@ def test_a_pin_connection_the_server_refuses_fails_the_batch_whole_after_its_dea
 def test_a_connect_timeout_that_is_not_a_number_is_refused_naming_it():
     """libpq's `connect_timeout` in the URL bounds the pin connection's connect: a value that is not a number is
     refused when the router starts, naming the parameter, not at the first claim."""
-    eng = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=soon")  # never connected
-    try:
-        with pytest.raises(ValueError, match="connect_timeout in the database URL .* got 'soon'"):
-            claims_for(eng)
-    finally:
-        eng.dispose()
+    for query, shown in (("connect_timeout=soon", "'soon'"), ("connect_timeout=1&connect_timeout=2", "('1', '2')")):
+        eng = make_engine(f"postgresql+psycopg://nobody@127.0.0.1:1/none?{query}")  # never connected
+        try:
+            with pytest.raises(ValueError, match=rf"connect_timeout in the database URL .* got {re.escape(shown)}"):
+                claims_for(eng)
+        finally:
+            eng.dispose()
 
 
 def test_without_asyncpg_postgres_pins_are_claimed_from_a_worker_thread(monkeypatch, caplog):
