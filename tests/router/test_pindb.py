@@ -388,32 +388,69 @@ def test_a_connect_timeout_that_is_not_a_number_is_refused_naming_it():
             eng.dispose()
 
 
-def test_without_asyncpg_postgres_pins_are_claimed_from_a_worker_thread(monkeypatch, caplog):
+@pytest.mark.postgres
+def test_without_asyncpg_postgres_pins_are_claimed_from_a_worker_thread(pg_url, monkeypatch, caplog):
     """asyncpg comes with the postgres extra; a deployment that installed psycopg alone still stores pins (through
-    the threaded path) and says what to install."""
+    the threaded path, with the pin connection's setting) and says what to install."""
     import sys
 
+    from quantroute.db.engine import init_db
     from quantroute.router.pindb import ThreadedClaims
 
     monkeypatch.setitem(sys.modules, "asyncpg", None)  # import asyncpg -> ImportError
-    eng = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none")  # never connected
+    eng = make_engine(pg_url)
+    init_db(eng)
     try:
         with caplog.at_level("WARNING"):
-            assert isinstance(claims_for(eng, synchronous=False), ThreadedClaims)
+            claims = claims_for(eng, synchronous=False)
+        assert isinstance(claims, ThreadedClaims)
         assert "quantroute[postgres]" in caplog.text
+        assert asyncio.run(claims.claim([row("fallback", "fp8")], 5))[0]["tier"] == "fp8"
+        assert claims._conn.exec_driver_sql("SHOW synchronous_commit").scalar_one() == "off"
+        with eng.connect() as c:
+            assert c.exec_driver_sql("SELECT tier FROM session_pin WHERE session_key = 'fallback'").scalar_one() \
+                == "fp8"
+        asyncio.run(claims.aclose())
     finally:
         eng.dispose()
 
 
 def test_the_setting_reaches_the_pin_connection_of_every_engine_the_committer_moves_to(sqlite_engine):
     """A committer built with `synchronous=False` keeps it when its engine is replaced (a DB URL change)."""
-    from quantroute.router.pindb import ThreadedClaims as Threaded
-
     committer = PinCommitter(sqlite_engine, synchronous=False)
     committer.engine = sqlite_engine
     assert committer.synchronous is False
     assert isinstance(committer._db, SqliteClaims)  # SQLite: no flush per commit to skip
-    assert Threaded(sqlite_engine, synchronous=False).synchronous is False
+
+
+@pytest.mark.postgres
+def test_a_committer_moved_to_another_postgres_engine_commits_there_without_the_flush(pg_url):
+    """The same on PostgreSQL, where it matters: after the engine is replaced, the next batch goes out on a new
+    pin connection to the new engine, and that connection commits without the flush."""
+    from quantroute.db.engine import init_db
+    from quantroute.router.pindb import AsyncpgClaims
+
+    first, second = make_engine(pg_url), make_engine(pg_url)
+    init_db(first)
+
+    async def go() -> tuple[dict, dict, str]:
+        committer = PinCommitter(first, timeout_s=10, synchronous=False)
+        runner = asyncio.create_task(committer.run())
+        before = await committer.submit(row("before-move"))
+        committer.engine = second
+        after = await committer.submit(row("after-move", "fp16"))
+        assert isinstance(committer._db, AsyncpgClaims) and committer._db.synchronous is False
+        setting = await committer._db._conn.fetchval("SHOW synchronous_commit")
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+        return before, after, setting
+
+    try:
+        before, after, setting = asyncio.run(go())
+        assert (before["tier"], after["tier"], setting) == ("int4", "fp16", "off")
+    finally:
+        first.dispose()
+        second.dispose()
 
 
 def test_a_batch_with_rows_the_database_refuses_stores_every_other_pin(engine):
