@@ -157,11 +157,11 @@ def cpu_seconds(pid: int | None) -> float:
     return total
 
 
-def start(cmd: list[str], env=None, log: Path | None = None) -> subprocess.Popen:
+def start(cmd: list[str], env=None, log: Path | None = None, cwd: Path = REPO) -> subprocess.Popen:
     """A child process; its output goes to `log` (a file: a full pipe would stall it) or nowhere."""
     out = log.open("ab") if log is not None else subprocess.DEVNULL
     try:
-        return subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **(env or {})}, stdout=out,
+        return subprocess.Popen(cmd, cwd=cwd, env={**os.environ, **(env or {})}, stdout=out,
                                 stderr=subprocess.STDOUT)
     finally:
         if log is not None:
@@ -277,24 +277,36 @@ class Database:
             eng.dispose()
 
 
+def launch_router(db: Database, workers: int, policies: Path, bports: list[int], log: Path, *,
+                  env: dict[str, str] | None = None, tree: Path = REPO) -> tuple[int, subprocess.Popen]:
+    """A router on a free port over `db`, the backends registered as its nodes: (port, process). `tree`: the
+    source tree it runs from (router_paired.py runs other revisions from git worktrees; first on PYTHONPATH)."""
+    rport = free_port()
+    if tree != REPO:
+        env = {"PYTHONPATH": str(tree), **(env or {})}
+    # Nodes registered through one worker reach the others through the DB: read it often during the bench.
+    proc = start([PY, "-m", "quantroute.cli.main", "router", "--policies", str(policies), "--port", str(rport),
+                  "--db", db.url, "--admin-token", "bench", "--workers", str(workers)],
+                 env={"QUANTROUTE_ROUTER_NODE_REFRESH_S": "0.3", **(env or {})}, log=log, cwd=tree)
+    try:
+        wait_port(rport, proc=proc)
+        for (deployment, tier, fmt), bport in zip(BACKENDS, bports):
+            register(rport, bport, deployment, tier, fmt)
+    except BaseException as e:
+        stop(proc)
+        if isinstance(e, RuntimeError):
+            raise RuntimeError(f"{e}; router log:\n{log.read_text()[-3000:]}") from None
+        raise
+    return rport, proc
+
+
 def run_router(bench: Bench, bports: list[int], db: Database, workers: int, modes: list[str],
                policies: Path, *, async_pins: bool = False) -> list[dict]:
     """Start one router (fresh DB), register the backends, measure every session mode, stop it. `async_pins`:
     the router runs with `pin_synchronous_commit` off (PostgreSQL: pins commit without waiting for the flush)."""
-    rport = free_port()
-    # Nodes registered through one worker reach the others through the DB: read it often during the bench.
-    proc = start([PY, "-m", "quantroute.cli.main", "router", "--policies", str(policies), "--port", str(rport),
-                  "--db", db.url, "--admin-token", "bench", "--workers", str(workers)],
-                 env={"QUANTROUTE_ROUTER_NODE_REFRESH_S": "0.3",
-                      "QUANTROUTE_ROUTER_PIN_SYNCHRONOUS_COMMIT": "false" if async_pins else "true"},
-                 log=bench.tmp / "router.log")
+    rport, proc = launch_router(db, workers, policies, bports, bench.tmp / "router.log",
+                                env={"QUANTROUTE_ROUTER_PIN_SYNCHRONOUS_COMMIT": "false" if async_pins else "true"})
     try:
-        try:
-            wait_port(rport, proc=proc)
-        except RuntimeError as e:
-            raise RuntimeError(f"{e}; router log:\n{(bench.tmp / 'router.log').read_text()[-3000:]}") from None
-        for (deployment, tier, fmt), bport in zip(BACKENDS, bports):
-            register(rport, bport, deployment, tier, fmt)
         time.sleep(1.0)
         bench.profiled = proc
         label = f"quantroute {db.kind} w{workers}{' async' if async_pins else ''}"

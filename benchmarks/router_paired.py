@@ -17,6 +17,7 @@ Environment for both routers comes from `--env KEY=VALUE` (e.g. QUANTROUTE_ROUTE
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -41,29 +42,13 @@ def checkout(rev: str | None, tmp: Path) -> Path:
 
 
 def imports_from(tree: Path, env: dict[str, str]) -> None:
-    """Fail unless a Python started with this environment imports quantroute from `tree` (an editable install of
-    another tree must not win over PYTHONPATH)."""
+    """Fail unless a Python started as the router is (this environment, in `tree`) imports quantroute from `tree`
+    (an editable install of another tree must not win over PYTHONPATH)."""
     got = subprocess.run([ro.PY, "-c", "import quantroute, pathlib; print(pathlib.Path(quantroute.__file__).parent)"],
-                         env={**os.environ, **env}, capture_output=True, text=True, check=True).stdout.strip()
+                         env={**os.environ, **env}, cwd=tree, capture_output=True, text=True,
+                         check=True).stdout.strip()
     if Path(got).resolve() != (tree / "quantroute").resolve():
         raise SystemExit(f"the router for {tree} would import quantroute from {got}")
-
-
-def start_router(tree: Path, db: ro.Database, policies: Path, bports: list[int], env: dict[str, str],
-                 log: Path) -> tuple[int, subprocess.Popen]:
-    port = ro.free_port()
-    env = {"PYTHONPATH": str(tree), "QUANTROUTE_ROUTER_NODE_REFRESH_S": "0.3", **env}
-    imports_from(tree, env)
-    proc = subprocess.Popen([ro.PY, "-m", "quantroute.cli.main", "router", "--policies", str(policies), "--port",
-                             str(port), "--db", db.url, "--admin-token", "bench", "--workers", "1"],
-                            cwd=tree, env={**os.environ, **env}, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    try:
-        ro.wait_port(port, proc=proc)
-    except RuntimeError as e:
-        raise RuntimeError(f"{e}; router log:\n{log.read_text()[-3000:]}") from None
-    for (deployment, tier, fmt), bport in zip(ro.BACKENDS, bports):
-        ro.register(port, bport, deployment, tier, fmt)
-    return port, proc
 
 
 def paired(results: dict[str, list[float]], *, higher_is_better: bool) -> str:
@@ -100,57 +85,58 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="qr-paired-"))
     shutil.copytree(ro.REPO / "policies", tmp / "policies", ignore=shutil.ignore_patterns("active"))
     trees: dict[str, Path] = {}
-    procs: list[subprocess.Popen] = []
-    dbs: list[ro.Database] = []
     try:
-        trees = {"base": checkout(args.base, tmp), "head": checkout(args.head, tmp)}
-        bports = [ro.free_port() for _ in ro.BACKENDS]
-        procs += [ro.start([ro.PY, str(ro.HERE / "support" / "fast_backend.py"), str(p), dep, "0"])
-                  for p, (dep, _, _) in zip(bports, ro.BACKENDS)]
-        for p in bports:
-            ro.wait_port(p)
-        ports = {}
-        for side, tree in trees.items():
-            db = ro.Database(args.db, tmp)
-            db.__enter__()
-            dbs.append(db)
-            ports[side], proc = start_router(tree, db, tmp / "policies", bports, env, tmp / f"router-{side}.log")
-            procs.append(proc)
-        time.sleep(1.5)  # node registrations reach the routers' tables
-        body = json.dumps(ro.BODY).encode()
-        url = {side: f"http://127.0.0.1:{port}/v1/chat/completions" for side, port in ports.items()}
-        for side in url:  # warm-up: connections, caches, the statement caches of the pin connection
-            ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 8, 1)
-        p50 = {"base": [], "head": []}
-        rps = {"base": [], "head": []}
-        errors = {"base": 0, "head": 0}
-        for i in range(args.pairs):
-            for side in (("base", "head") if i % 2 == 0 else ("head", "base")):
-                c1 = ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 1, args.seconds)
-                p50[side].append(c1["p50_ms"])
-                errors[side] += c1["errors"] + c1["timeouts"]
-                if args.c32:
-                    c32 = ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 32, args.seconds)
-                    rps[side].append(c32["rps"])
-                    errors[side] += c32["errors"] + c32["timeouts"]
-            print(f"pair {i + 1}/{args.pairs}: p50 at c=1 base {p50['base'][-1]:.3f} ms, head {p50['head'][-1]:.3f} ms",
-                  flush=True)
-        print(f"\n{args.base} (base) against {args.head or 'the working tree'} (head); {args.db.split('@')[-1]}, "
-              f"sessions {args.sessions}, {args.pairs} pairs of {args.seconds:g} s; errors+timeouts "
-              f"base {errors['base']}, head {errors['head']}")
-        print(f"p50 ms at c=1:   {paired(p50, higher_is_better=False)}")
-        if args.c32:
-            print(f"req/s at c=32:   {paired(rps, higher_is_better=True)}")
+        with contextlib.ExitStack() as stack:
+            trees = {"base": checkout(args.base, tmp), "head": checkout(args.head, tmp)}
+            bports = [ro.free_port() for _ in ro.BACKENDS]
+            for p, (dep, _, _) in zip(bports, ro.BACKENDS):
+                stack.callback(ro.stop, ro.start([ro.PY, str(ro.HERE / "support" / "fast_backend.py"), str(p), dep,
+                                                  "0"]))
+            for p in bports:
+                ro.wait_port(p)
+            url = {}
+            for side, tree in trees.items():
+                db = stack.enter_context(ro.Database(args.db, tmp))
+                imports_from(tree, {"PYTHONPATH": str(tree)} if tree != ro.REPO else {})  # what launch_router sets
+                port, proc = ro.launch_router(db, 1, tmp / "policies", bports, tmp / f"router-{side}.log", env=env,
+                                              tree=tree)
+                stack.callback(ro.stop, proc)
+                url[side] = f"http://127.0.0.1:{port}/v1/chat/completions"
+            time.sleep(1.5)  # node registrations reach the routers' tables
+            measure(args, tmp, url)
     finally:
-        for proc in procs:
-            ro.stop(proc)
-        for db in dbs:
-            db.__exit__(None, None, None)
         for tree in trees.values():
             if tree != ro.REPO:
                 subprocess.run(["git", "-C", str(ro.REPO), "worktree", "remove", "--force", str(tree)],
                                check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, tmp: Path, url: dict[str, str]) -> None:
+    """The paired runs, then the report."""
+    body = json.dumps(ro.BODY).encode()
+    for side in url:  # warm-up: connections, caches, the statement caches of the pin connection
+        ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 8, 1)
+    p50: dict[str, list[float]] = {"base": [], "head": []}
+    rps: dict[str, list[float]] = {"base": [], "head": []}
+    errors = {"base": 0, "head": 0}
+    for i in range(args.pairs):
+        for side in (("base", "head") if i % 2 == 0 else ("head", "base")):
+            c1 = ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 1, args.seconds)
+            p50[side].append(c1["p50_ms"])
+            errors[side] += c1["errors"] + c1["timeouts"]
+            if args.c32:
+                c32 = ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 32, args.seconds)
+                rps[side].append(c32["rps"])
+                errors[side] += c32["errors"] + c32["timeouts"]
+        print(f"pair {i + 1}/{args.pairs}: p50 at c=1 base {p50['base'][-1]:.3f} ms, head {p50['head'][-1]:.3f} ms",
+              flush=True)
+    print(f"\n{args.base} (base) against {args.head or 'the working tree'} (head); {args.db.split('@')[-1]}, "
+          f"sessions {args.sessions}, {args.pairs} pairs of {args.seconds:g} s; errors+timeouts "
+          f"base {errors['base']}, head {errors['head']}")
+    print(f"p50 ms at c=1:   {paired(p50, higher_is_better=False)}")
+    if args.c32:
+        print(f"req/s at c=32:   {paired(rps, higher_is_better=True)}")
 
 
 if __name__ == "__main__":
