@@ -302,6 +302,61 @@ def test_asyncpg_claims_round_trip_exactly_and_hand_back_our_own_rows_or_the_sto
 
 
 @pytest.mark.postgres
+def test_a_one_pin_asyncpg_claim_reads_and_creates_as_a_batch_does(pg_url):
+    """A batch of one pin (every first turn at low concurrency) goes as a VALUES statement with the pin's columns
+    as parameters, not as JSON: it must read and create exactly as the JSON form does. A new pin with NULLs and a
+    microsecond timestamp comes back as the very dict claimed and reads back the same through psycopg; another
+    replica's live pin comes back as stored; an expired one is replaced by ours; a row the database refuses (a
+    NUL in a text column) fails alone, not as the connection's error."""
+    import asyncpg
+
+    from quantroute.db.engine import init_db
+    from quantroute.db.session_pin import PinClaims
+    from quantroute.router.pindb import AsyncpgClaims, TransientError
+
+    eng = make_engine(pg_url)
+    init_db(eng)
+    claims = claims_for(eng)
+    assert isinstance(claims, AsyncpgClaims)
+    now = utcnow()
+    live = {**row("live", "int4"), "arm": "canary"}
+    expired = {**row("expired", "int4"), "expires_at": now - timedelta(seconds=1)}
+    with eng.begin() as conn:  # other replicas, through psycopg
+        PinClaims(eng.dialect).claim(conn, [live, expired], now - timedelta(minutes=5))
+    assert PinClaims(eng.dialect).numbered([row("one")], now)[0] != PinClaims(eng.dialect).numbered(
+        [row("one"), row("two")], now)[0]  # the one-pin form is its own statement
+    new = {**row("new", "fp16"), "last_node": None, "created_at": now - timedelta(microseconds=7)}
+    mine_live, mine_expired = {**live, "tier": "fp16", "arm": None}, {**row("expired", "fp8"), "arm": "canary"}
+
+    async def go() -> list:
+        try:
+            out = [await claims.claim([p], 5) for p in (new, mine_live, mine_expired)]
+            try:
+                await claims.claim([{**row("nul"), "served_deployment": "d\x00"}], 5)
+            except Exception as e:  # noqa: BLE001 - what kind it is, is the point
+                out.append(e)
+            return out
+        finally:
+            await claims.aclose()
+
+    try:
+        [got_new], [got_live], [got_expired], refused = asyncio.run(go())
+        assert got_new is new
+        assert (got_live["tier"], got_live["arm"], got_live["created_at"]) == ("int4", "canary", live["created_at"])
+        assert got_expired is mine_expired
+        assert not isinstance(refused, TransientError) and isinstance(refused, asyncpg.PostgresError), refused
+        with eng.connect() as c:
+            stored = {r[0]: r[1:] for r in c.exec_driver_sql(
+                "SELECT session_key, tier, arm, last_node, created_at FROM session_pin")}
+        assert stored["new"] == ("fp16", None, None, new["created_at"])
+        assert stored["live"] == ("int4", "canary", None, live["created_at"])
+        assert stored["expired"] == ("fp8", "canary", None, mine_expired["created_at"])
+        assert "nul" not in stored
+    finally:
+        eng.dispose()
+
+
+@pytest.mark.postgres
 def test_a_postgres_pin_connection_the_server_drops_fails_its_batch_as_transient_and_the_next_reconnects(pg_url):
     """The database terminates the pin connection while a batch is out (a restart, a failover, an operator's
     pg_terminate_backend): the batch fails with TransientError, which the committer retries as it is (not split
