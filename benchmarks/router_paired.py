@@ -4,15 +4,20 @@
 host's swings (on a slow host, runs of one tree moved +p50 at c=1 by 0.2-0.4 ms). Here both routers run at once,
 each from its own source tree and on its own fresh database, against the same backends, and short wrk runs
 alternate between them (the order swapped every other pair). Each pair shares the host's state of the moment,
-so the per-pair difference cancels most of the drift. Printed: each side's median, the median of the pairs'
-differences and in how many pairs the head was faster; with `--c32`, req/s at c=32 the same way.
+so the per-pair difference cancels most of the drift. Printed for p50 and p99 at c=1: each side's median, the
+median of the pairs' differences and in how many pairs the head was faster; with `--c32`, req/s at c=32 the same
+way.
 
     python benchmarks/router_paired.py --base HEAD~1                  # the working tree against its parent
     python benchmarks/router_paired.py --base 9cb00a4 --head d2ede59 --db postgresql+psycopg://... --sessions new
 
 A revision other than the working tree is checked out into a temporary git worktree (removed afterwards) and its
 router runs with that tree first on PYTHONPATH; the script checks that the router imports that tree.
-Environment for both routers comes from `--env KEY=VALUE` (e.g. QUANTROUTE_ROUTER_PIN_SYNCHRONOUS_COMMIT=false)."""
+Environment for both routers comes from `--env KEY=VALUE` (e.g. QUANTROUTE_ROUTER_PIN_SYNCHRONOUS_COMMIT=false);
+`--base-env` and `--head-env` set it for one side only, so one revision can be run against itself under two
+settings:
+
+    python benchmarks/router_paired.py --base HEAD --base-env QUANTROUTE_ROUTER_NODE_REFRESH_S=0.3 --sessions none"""
 
 from __future__ import annotations
 
@@ -70,15 +75,24 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=2, help="length of each wrk run, whole seconds [2]")
     ap.add_argument("--c32", action="store_true", help="also req/s at c=32, paired the same way")
     ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for both routers; repeat")
+    ap.add_argument("--base-env", action="append", default=[], help="KEY=VALUE for the base router only; repeat")
+    ap.add_argument("--head-env", action="append", default=[], help="KEY=VALUE for the head router only; repeat")
     args = ap.parse_args()
     if args.pairs < 1 or args.seconds < 1:
         ap.error("--pairs and --seconds must be >= 1")
-    env = {}
-    for kv in args.env:
-        key, sep, value = kv.partition("=")
-        if not sep or not key:
-            ap.error(f"--env takes KEY=VALUE, got {kv!r}")
-        env[key] = value
+
+    def pairs_of(option: str, given: list[str]) -> dict[str, str]:
+        out = {}
+        for kv in given:
+            key, sep, value = kv.partition("=")
+            if not sep or not key:
+                ap.error(f"{option} takes KEY=VALUE, got {kv!r}")
+            out[key] = value
+        return out
+
+    env = pairs_of("--env", args.env)
+    side_env = {"base": {**env, **pairs_of("--base-env", args.base_env)},
+                "head": {**env, **pairs_of("--head-env", args.head_env)}}
     if not shutil.which(ro.WRK):
         raise SystemExit(f"{ro.WRK} not found (Debian package wrk)")
 
@@ -98,8 +112,8 @@ def main() -> None:
             for side, tree in trees.items():
                 db = stack.enter_context(ro.Database(args.db, tmp))
                 imports_from(tree, {"PYTHONPATH": str(tree)} if tree != ro.REPO else {})  # what launch_router sets
-                port, proc = ro.launch_router(db, 1, tmp / "policies", bports, tmp / f"router-{side}.log", env=env,
-                                              tree=tree)
+                port, proc = ro.launch_router(db, 1, tmp / "policies", bports, tmp / f"router-{side}.log",
+                                              env=side_env[side], tree=tree)
                 stack.callback(ro.stop, proc)
                 url[side] = f"http://127.0.0.1:{port}/v1/chat/completions"
             time.sleep(1.5)  # node registrations reach the routers' tables
@@ -118,12 +132,14 @@ def measure(args: argparse.Namespace, tmp: Path, url: dict[str, str]) -> None:
     for side in url:  # warm-up: connections, caches, the statement caches of the pin connection
         ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 8, 1)
     p50: dict[str, list[float]] = {"base": [], "head": []}
+    p99: dict[str, list[float]] = {"base": [], "head": []}
     rps: dict[str, list[float]] = {"base": [], "head": []}
     errors = {"base": 0, "head": 0}
     for i in range(args.pairs):
         for side in (("base", "head") if i % 2 == 0 else ("head", "base")):
             c1 = ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 1, args.seconds)
             p50[side].append(c1["p50_ms"])
+            p99[side].append(c1["p99_ms"])
             errors[side] += c1["errors"] + c1["timeouts"]
             if args.c32:
                 c32 = ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 32, args.seconds)
@@ -134,7 +150,11 @@ def measure(args: argparse.Namespace, tmp: Path, url: dict[str, str]) -> None:
     print(f"\n{args.base} (base) against {args.head or 'the working tree'} (head); {args.db.split('@')[-1]}, "
           f"sessions {args.sessions}, {args.pairs} pairs of {args.seconds:g} s; errors+timeouts "
           f"base {errors['base']}, head {errors['head']}")
+    for side in ("base", "head"):
+        if given := getattr(args, f"{side}_env"):
+            print(f"{side} alone: {' '.join(given)}")
     print(f"p50 ms at c=1:   {paired(p50, higher_is_better=False)}")
+    print(f"p99 ms at c=1:   {paired(p99, higher_is_better=False)}")
     if args.c32:
         print(f"req/s at c=32:   {paired(rps, higher_is_better=True)}")
 
