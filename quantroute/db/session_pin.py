@@ -79,9 +79,10 @@ class PinClaims:
         self.numbered_sql = self._json_upsert("$1", "$2") if pg else ""
         # One pin (every batch at low concurrency, so every first turn's wait at c=1): a VALUES row with the
         # pin's columns as parameters, one statement text for the only size it takes. The server skips the JSON
-        # function: 10-15 us less of its CPU a claim, and paired runs through the router (c=1, PostgreSQL, new
-        # sessions) gave a first turn 0.024-0.031 ms less at p50 with the flush off (14 and 17 of 20 pairs) and
-        # 0.016 ms durable (14 of 20).
+        # function: 10-25 us less of its CPU a claim (the router binds twelve parameters instead of two: ~8k
+        # instructions more), and paired runs through the router (c=1, PostgreSQL, new sessions) gave a first
+        # turn 0.024-0.031 ms less at p50 with the flush off (14 and 17 of 20 pairs) and 0.016 ms durable (14 of
+        # 20). Batches keep the JSON form: one text for any size, and the server's fixed cost is shared.
         n = len(_COLUMNS)
         self.numbered_one = self._upsert(f"VALUES ({', '.join(f'${i}' for i in range(1, n + 1))})", f"${n + 1}") \
             if pg else ""
