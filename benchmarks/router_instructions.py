@@ -35,7 +35,8 @@ from pathlib import Path
 import httpx
 
 from quantroute.ports import free_port
-from router_overhead import BACKENDS, BODY, HERE, PY, REPO, Database, register, start, stop, wait_port
+from router_overhead import BACKENDS, BODY, HERE, PY, REPO, register, start, stop, wait_port
+from support.bench_db import Database
 
 MODES = ("none", "fixed", "new")
 LINE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*?)(?: \[(.*)\])?$")
@@ -45,7 +46,7 @@ def send(url: str, mode: str, count: int, tag: str, errors: list[str]) -> None:
     with httpx.Client(timeout=300) as client:
         for i in range(count):
             headers = {}
-            if mode == "new":  # random, as real session ids are (see router_overhead.LUA_NEW)
+            if mode == "new":  # random, as real session ids are (see support/wrk.py, LUA_NEW)
                 headers["x-session-id"] = f"{uuid.uuid4().hex}-{tag}-{i}"
             elif mode == "fixed":
                 headers["x-session-id"] = f"fixed-{tag}"

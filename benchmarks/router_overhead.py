@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import socket
 import statistics
@@ -41,49 +40,20 @@ from collections import defaultdict
 from pathlib import Path
 
 from quantroute.ports import free_port
+from support.bench_db import Database
 from support.peers import stop
 from support.router_counters import gc_figures, pin_figures, router_counters
+from support.wrk import SESSION_MODES, lua_script, run_wrk
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 PY = sys.executable
-WRK = shutil.which("wrk") or "/usr/bin/wrk"
-SESSION_MODES = ("none", "fixed", "new")
 # The shipped policy scores this request (creative, temperature 0.8) to int4; fp16 is there for escalation.
 BACKENDS = (("llama3-8b-awq-w4a16", "int4", "int4"), ("llama3-8b-fp16", "fp16", "bf16"))
 
 BODY = {"model": "llama3-8b", "temperature": 0.8,
         "messages": [{"role": "system", "content": "You are a friendly assistant."},
                      {"role": "user", "content": "Write a short poem about the sea, please."}], "max_tokens": 64}
-LUA_HEAD = """
-wrk.method = "POST"
-wrk.body = [[%s]]
-wrk.headers["Content-Type"] = "application/json"
-"""
-LUA_FIXED = 'wrk.headers["x-session-id"] = "%s"\n'
-# A fresh session per request, its id random as real clients' ids are (UUIDs): consecutive ids would land next to
-# each other in the pin table's and the request log's indexes, a kinder write pattern than production's. The tag
-# is new per wrk run and the thread number keeps wrk threads apart.
-LUA_NEW = """
-local threads = 0
-setup = function(thread) threads = threads + 1; thread:set("tid", threads) end
-local counter = 0
-request = function()
-  counter = counter + 1
-  wrk.headers["x-session-id"] = string.format("%%08x%%08x-%s-%%d-%%d", math.random(0, 0x7fffffff),
-    math.random(0, 0x7fffffff), tid, counter)
-  return wrk.format()
-end
-"""
-LUA_DONE = """
-done = function(summary, latency, requests)
-  io.write(string.format("RESULT %d %d %d %d %d %d %d\\n", summary.requests, summary.duration,
-    latency:percentile(50), latency:percentile(99), summary.errors.status,
-    summary.errors.connect + summary.errors.read + summary.errors.write, summary.errors.timeout))
-end
-"""
-
-
 def wait_port(port: int, timeout: float = 180, proc: subprocess.Popen | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -94,30 +64,6 @@ def wait_port(port: int, timeout: float = 180, proc: subprocess.Popen | None = N
                 return
         time.sleep(0.05)
     raise RuntimeError(f"nothing listening on {port}")
-
-
-def lua_script(tmp: Path, body: bytes, mode: str) -> Path:
-    """A wrk script for one run: a new tag each time, so no run reuses another run's sessions."""
-    tag = f"bench-{uuid.uuid4().hex[:10]}"
-    text = LUA_HEAD % body.decode()
-    if mode == "fixed":
-        text += LUA_FIXED % tag
-    elif mode == "new":
-        text += LUA_NEW % tag
-    path = tmp / f"{tag}.lua"
-    path.write_text(text + LUA_DONE)
-    return path
-
-
-def run_wrk(url: str, lua: Path, conns: int, seconds: float, threads: int = 1) -> dict:
-    out = subprocess.run([WRK, f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "-s", str(lua), url],
-                         capture_output=True, text=True, check=True).stdout
-    m = re.search(r"RESULT (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)", out)
-    if not m:
-        raise RuntimeError(out)
-    n, dur, p50, p99, bad_status, sock_err, timeouts = map(int, m.groups())
-    return {"requests": n, "rps": n / (dur / 1e6), "p50_ms": p50 / 1000, "p99_ms": p99 / 1000,
-            "errors": bad_status + sock_err, "timeouts": timeouts}
 
 
 def ttfb_ms(port: int, path: str, body: bytes, mode: str, n: int = 200) -> float:
@@ -214,67 +160,6 @@ class Bench:
                                  str(max(1, int(self.seconds) - 1)), "--rate", "250", "--format", "raw",
                                  "-o", str(self.profile_dir / f"{name}.txt")],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-class Database:
-    """A fresh database per router configuration: a SQLite file, or a new schema in the given PostgreSQL."""
-
-    def __init__(self, spec: str, tmp: Path) -> None:
-        self.kind = "sqlite" if spec == "sqlite" else "postgres"
-        self.spec, self.tmp = spec, tmp
-        self.url = ""
-        self.schema: str | None = None
-
-    def __enter__(self) -> Database:
-        from quantroute.db.engine import init_db, make_engine
-
-        self._create()
-        eng = make_engine(self.url)  # what `quantroute db upgrade` does before routers start
-        init_db(eng)
-        eng.dispose()
-        return self
-
-    def _create(self) -> None:
-        if self.kind == "sqlite":
-            self.url = f"sqlite:///{self.tmp / f'bench-{uuid.uuid4().hex[:8]}.db'}"
-            return
-        from sqlalchemy import text
-
-        from quantroute.db.engine import database_url, make_engine
-
-        base = database_url(self.spec)
-        self.schema = f"bench_{uuid.uuid4().hex[:10]}"
-        eng = make_engine(base)
-        with eng.begin() as c:
-            c.execute(text(f'CREATE SCHEMA "{self.schema}"'))
-        eng.dispose()
-        self.url = f"{base}{'&' if '?' in base else '?'}options=-csearch_path%3D{self.schema}"
-
-    def __exit__(self, *exc) -> None:
-        if self.schema is None:
-            return
-        from sqlalchemy import text
-
-        from quantroute.db.engine import database_url, make_engine
-
-        eng = make_engine(database_url(self.spec))
-        with eng.begin() as c:
-            c.execute(text(f'DROP SCHEMA "{self.schema}" CASCADE'))
-        eng.dispose()
-
-    def counts(self) -> tuple[int, int]:
-        """(request_log rows, session_pin rows): what the router wrote during its run."""
-        from sqlalchemy import text
-
-        from quantroute.db.engine import make_engine
-
-        eng = make_engine(self.url)
-        try:
-            with eng.connect() as c:
-                return tuple(c.execute(text(f"select count(*) from {t}")).scalar_one()  # type: ignore[return-value]  # a tuple of the counts, one per table
-                             for t in ("request_log", "session_pin"))
-        finally:
-            eng.dispose()
 
 
 def launch_router(db: Database, workers: int, policies: Path, bports: list[int], log: Path, *,

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import router_overhead as ro
+from support import wrk
 
 
 def checkout(rev: str | None, tmp: Path) -> Path:
@@ -70,7 +71,7 @@ def main() -> None:
     ap.add_argument("--base", required=True, help="git revision of the baseline router")
     ap.add_argument("--head", default=None, help="git revision of the other router [the working tree]")
     ap.add_argument("--db", default="sqlite", help="'sqlite' or a PostgreSQL URL (each router: a fresh one)")
-    ap.add_argument("--sessions", choices=ro.SESSION_MODES, default="new", help="session mode [new]")
+    ap.add_argument("--sessions", choices=wrk.SESSION_MODES, default="new", help="session mode [new]")
     ap.add_argument("--pairs", type=int, default=20, help="pairs of runs [20]")
     ap.add_argument("--seconds", type=int, default=2, help="length of each wrk run, whole seconds [2]")
     ap.add_argument("--c32", action="store_true", help="also req/s at c=32, paired the same way")
@@ -93,8 +94,8 @@ def main() -> None:
     env = pairs_of("--env", args.env)
     side_env = {"base": {**env, **pairs_of("--base-env", args.base_env)},
                 "head": {**env, **pairs_of("--head-env", args.head_env)}}
-    if not shutil.which(ro.WRK):
-        raise SystemExit(f"{ro.WRK} not found (Debian package wrk)")
+    if not shutil.which(wrk.WRK):
+        raise SystemExit(f"{wrk.WRK} not found (Debian package wrk)")
 
     tmp = Path(tempfile.mkdtemp(prefix="qr-paired-"))
     shutil.copytree(ro.REPO / "policies", tmp / "policies", ignore=shutil.ignore_patterns("active"))
@@ -130,19 +131,19 @@ def measure(args: argparse.Namespace, tmp: Path, url: dict[str, str]) -> None:
     """The paired runs, then the report."""
     body = json.dumps(ro.BODY).encode()
     for side in url:  # warm-up: connections, caches, the statement caches of the pin connection
-        ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 8, 1)
+        wrk.run_wrk(url[side], wrk.lua_script(tmp, body, args.sessions), 8, 1)
     p50: dict[str, list[float]] = {"base": [], "head": []}
     p99: dict[str, list[float]] = {"base": [], "head": []}
     rps: dict[str, list[float]] = {"base": [], "head": []}
     errors = {"base": 0, "head": 0}
     for i in range(args.pairs):
         for side in (("base", "head") if i % 2 == 0 else ("head", "base")):
-            c1 = ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 1, args.seconds)
+            c1 = wrk.run_wrk(url[side], wrk.lua_script(tmp, body, args.sessions), 1, args.seconds)
             p50[side].append(c1["p50_ms"])
             p99[side].append(c1["p99_ms"])
             errors[side] += c1["errors"] + c1["timeouts"]
             if args.c32:
-                c32 = ro.run_wrk(url[side], ro.lua_script(tmp, body, args.sessions), 32, args.seconds)
+                c32 = wrk.run_wrk(url[side], wrk.lua_script(tmp, body, args.sessions), 32, args.seconds)
                 rps[side].append(c32["rps"])
                 errors[side] += c32["errors"] + c32["timeouts"]
         print(f"pair {i + 1}/{args.pairs}: p50 at c=1 base {p50['base'][-1]:.3f} ms, head {p50['head'][-1]:.3f} ms",

@@ -1,0 +1,67 @@
+"""A fresh database per benchmarked router configuration: a SQLite file, or a new schema in a PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+
+class Database:
+    """A fresh database per router configuration: a SQLite file, or a new schema in the given PostgreSQL."""
+
+    def __init__(self, spec: str, tmp: Path) -> None:
+        self.kind = "sqlite" if spec == "sqlite" else "postgres"
+        self.spec, self.tmp = spec, tmp
+        self.url = ""
+        self.schema: str | None = None
+
+    def __enter__(self) -> Database:
+        from quantroute.db.engine import init_db, make_engine
+
+        self._create()
+        eng = make_engine(self.url)  # what `quantroute db upgrade` does before routers start
+        init_db(eng)
+        eng.dispose()
+        return self
+
+    def _create(self) -> None:
+        if self.kind == "sqlite":
+            self.url = f"sqlite:///{self.tmp / f'bench-{uuid.uuid4().hex[:8]}.db'}"
+            return
+        from sqlalchemy import text
+
+        from quantroute.db.engine import database_url, make_engine
+
+        base = database_url(self.spec)
+        self.schema = f"bench_{uuid.uuid4().hex[:10]}"
+        eng = make_engine(base)
+        with eng.begin() as c:
+            c.execute(text(f'CREATE SCHEMA "{self.schema}"'))
+        eng.dispose()
+        self.url = f"{base}{'&' if '?' in base else '?'}options=-csearch_path%3D{self.schema}"
+
+    def __exit__(self, *exc) -> None:
+        if self.schema is None:
+            return
+        from sqlalchemy import text
+
+        from quantroute.db.engine import database_url, make_engine
+
+        eng = make_engine(database_url(self.spec))
+        with eng.begin() as c:
+            c.execute(text(f'DROP SCHEMA "{self.schema}" CASCADE'))
+        eng.dispose()
+
+    def counts(self) -> tuple[int, int]:
+        """(request_log rows, session_pin rows): what the router wrote during its run."""
+        from sqlalchemy import text
+
+        from quantroute.db.engine import make_engine
+
+        eng = make_engine(self.url)
+        try:
+            with eng.connect() as c:
+                return tuple(c.execute(text(f"select count(*) from {t}")).scalar_one()  # type: ignore[return-value]  # a tuple of the counts, one per table
+                             for t in ("request_log", "session_pin"))
+        finally:
+            eng.dispose()
