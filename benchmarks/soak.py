@@ -186,7 +186,7 @@ class Faults:
         cycle = [self.slow, self.flap, self.storm, self.activations, self.db_trouble]
         if not self.killed and i >= max(total // 2, 1):  # once, on top of the cycle's fault
             self.killed = True
-            self.rf.server.kill("int4-b")
+            self.rf.kill("int4-b")
             self.log.append("node int4-b killed")
         cycle[i % len(cycle)]()
 

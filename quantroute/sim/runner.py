@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,9 +36,23 @@ class RunningFleet:
     def node(self, node_id: str) -> NodeSpec:
         return self.fleet.node(node_id)
 
-    def kill(self, node_id: str) -> None:
-        """Make one node stop listening (connections are refused afterwards)."""
+    def kill(self, node_id: str, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Stop one node and return once it has stopped listening: connections to it are refused from then on.
+        It waits for the fleet's own loop to close the socket, so call it from another thread (`running_fleet`);
+        in `serving_fleet`'s loop, call `server.kill` and let the loop run until `server.listening` is False."""
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is not None and here is self.server.loop:
+            raise RuntimeError("RunningFleet.kill waits for the fleet's event loop, and this is that loop: call "
+                               "server.kill(node_id) and await until server.listening(node_id) is False")
         self.server.kill(node_id)
+        deadline = time.monotonic() + timeout_s
+        while self.server.listening(node_id):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"node {node_id!r} still listens {timeout_s:g} s after it was killed")
+            time.sleep(0.005)
 
 
 def _as_fleet(fleet: Fleet | str | Path) -> Fleet:

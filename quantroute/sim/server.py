@@ -47,13 +47,14 @@ class FleetServer:
         table = quality.load_quality(data_dir / "quality.yaml")
         index = quality.load_suites(suites)
         self.started = threading.Event()
-        self._sockets: list[socket.socket] = []
+        self.loop: asyncio.AbstractEventLoop | None = None  # the loop serving the nodes, once `serve` runs
+        self._sockets: dict[str, socket.socket] = {}  # node id -> its listening socket
         self.servers: dict[str, uvicorn.Server] = {}
         nodes: list[NodeSpec] = []
         try:
             for spec in fleet.nodes:
                 sock = bind(spec.host, 0 if free_ports else spec.port)
-                self._sockets.append(sock)
+                self._sockets[spec.id] = sock
                 node = spec.model_copy(update={"port": sock.getsockname()[1]})
                 nodes.append(node)
                 settings = NodeSettings(node=node, shape=models[fleet.shape_for(node)], gpu=hardware[node.hardware],
@@ -73,20 +74,27 @@ class FleetServer:
         return {n.id: n.url for n in self.fleet.nodes}
 
     def kill(self, node_id: str) -> None:
-        """Stop one node's server: it stops listening, as a crashed vLLM would."""
+        """Stop one node's server: it stops listening, as a crashed vLLM would. Returns at once; the node's
+        loop closes the socket at its next tick (see `listening`)."""
         self.servers[node_id].should_exit = True
+
+    def listening(self, node_id: str) -> bool:
+        """Whether the node's socket is still open: uvicorn closes it first thing when it shuts down, and from
+        then on connections to the node are refused."""
+        return self._sockets[node_id].fileno() != -1
 
     def stop(self) -> None:
         for server in self.servers.values():
             server.should_exit = True
 
     def close_sockets(self) -> None:
-        for sock in self._sockets:
+        for sock in self._sockets.values():
             sock.close()
 
     async def serve(self) -> None:
-        tasks = [asyncio.create_task(s.serve(sockets=[sock]), name=f"node-{nid}")
-                 for (nid, s), sock in zip(self.servers.items(), self._sockets, strict=True)]
+        self.loop = asyncio.get_running_loop()
+        tasks = [asyncio.create_task(s.serve(sockets=[self._sockets[nid]]), name=f"node-{nid}")
+                 for nid, s in self.servers.items()]
         try:
             while not all(s.started for s in self.servers.values()):
                 done = [t for t in tasks if t.done()]

@@ -43,14 +43,6 @@ def fallbacks(url: str, reason: str) -> float:
     return 0.0
 
 
-def refused(url: str) -> bool:
-    try:
-        httpx.get(url + "/health", timeout=1)
-    except httpx.TransportError:
-        return True
-    return False
-
-
 def test_pinned_session_stays_on_its_deployment_while_unpinned_traffic_spreads(router):
     url, _ = router
     unpinned = {chat(url, TOLERANT).headers["x-quantroute-deployment"] for _ in range(30)}
@@ -86,8 +78,7 @@ def test_pinned_session_falls_back_when_its_deployment_has_no_healthy_node(tmp_p
             first = chat(url, TOLERANT, session="s-dead").headers["x-quantroute-deployment"]
             other = INT4_V2 if first == INT4 else INT4
             for node_id in NODES[first]:
-                rf.kill(node_id)  # asynchronous: wait until the node really refuses connections
-                wait_until(lambda url=rf.urls[node_id]: refused(url), what=f"{node_id} still listens")
+                rf.kill(node_id)  # returns once the node refuses connections
             r = chat(url, TOLERANT, session="s-dead")
             assert r.status_code == 200, r.text
             assert (r.headers["x-quantroute-tier"], r.headers["x-quantroute-deployment"]) == ("int4", other)
