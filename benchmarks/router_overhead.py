@@ -54,6 +54,8 @@ BACKENDS = (("llama3-8b-awq-w4a16", "int4", "int4"), ("llama3-8b-fp16", "fp16", 
 BODY = {"model": "llama3-8b", "temperature": 0.8,
         "messages": [{"role": "system", "content": "You are a friendly assistant."},
                      {"role": "user", "content": "Write a short poem about the sea, please."}], "max_tokens": 64}
+
+
 def wait_port(port: int, timeout: float = 180, proc: subprocess.Popen | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -28,17 +28,11 @@ class Database:
         if self.kind == "sqlite":
             self.url = f"sqlite:///{self.tmp / f'bench-{uuid.uuid4().hex[:8]}.db'}"
             return
-        from sqlalchemy import text
+        from quantroute.db.engine import database_url
+        from quantroute.demo import fresh_schema_url
 
-        from quantroute.db.engine import database_url, make_engine
-
-        base = database_url(self.spec)
         self.schema = f"bench_{uuid.uuid4().hex[:10]}"
-        eng = make_engine(base)
-        with eng.begin() as c:
-            c.execute(text(f'CREATE SCHEMA "{self.schema}"'))
-        eng.dispose()
-        self.url = f"{base}{'&' if '?' in base else '?'}options=-csearch_path%3D{self.schema}"
+        self.url = fresh_schema_url(database_url(self.spec), self.schema)
 
     def __exit__(self, *exc) -> None:
         if self.schema is None:
