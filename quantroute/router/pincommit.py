@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -43,6 +44,18 @@ def transient(e: BaseException) -> bool:
     if isinstance(e, (TransientError, OperationalError, PoolTimeout)):
         return True
     return isinstance(e, DBAPIError) and bool(e.connection_invalidated)
+
+
+def _follow(waiter: asyncio.Future, done: asyncio.Future) -> None:
+    """Resolve `waiter` as `done` resolved: the pin in force, or the reason it was not stored."""
+    if waiter.done():
+        return
+    if done.cancelled():
+        waiter.set_exception(PinNotStored("the claim was cancelled"))
+    elif (e := done.exception()) is not None:
+        waiter.set_exception(e)
+    else:
+        waiter.set_result(done.result())
 
 
 class PinCommitter:
@@ -91,12 +104,17 @@ class PinCommitter:
                     if self._backoff:
                         await asyncio.sleep(self._backoff)
                     self._busy = True
+                    batch = self._take()
                     try:
-                        await self._commit(self._take())
+                        await self._commit(batch)
+                    except BaseException:  # cancelled while writing it: its claims get an outcome too
+                        self._fail(batch, "the router is shutting down")
+                        raise
                     finally:
                         self._busy = False
         finally:
-            self._fail_all("the router is shutting down")
+            self._fail(list(self.pending.values()), "the router is shutting down")
+            self.pending.clear()
             for db in (*self._retired, self._db):
                 await db.aclose()
 
@@ -152,15 +170,17 @@ class PinCommitter:
                 continue
             if now >= c.deadline:
                 c.future.set_exception(PinNotStored(f"session pin not stored within {self.timeout_s:g}s: {e}"))
-            elif c.row["session_key"] not in self.pending:
+            elif (newer := self.pending.get(c.row["session_key"])) is None:
                 self.pending[c.row["session_key"]] = c
                 kept += 1
+            else:  # the key was claimed again meanwhile (its cached pin expired or was evicted): one outcome
+                newer.future.add_done_callback(partial(_follow, c.future))
         log.warning("session pin batch of %d failed (%d kept for a retry): %s", len(batch), kept, e)
         if kept:
             self._wake.set()
 
-    def _fail_all(self, why: str) -> None:
-        for c in self.pending.values():
+    @staticmethod
+    def _fail(claims: list[Claim], why: str) -> None:
+        for c in claims:
             if not c.future.done():
                 c.future.set_exception(PinNotStored(why))
-        self.pending.clear()

@@ -1,0 +1,113 @@
+"""The group committer gives every claim an outcome: also a claim whose key was claimed again while its batch was
+failing, and the claims of a batch being written when the committer is stopped. Real SQLite; the failures are
+SQLite's own (a write lock held by another connection, a connection that refuses writes)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from datetime import timedelta
+
+import pytest
+
+from quantroute.clock import utcnow
+from quantroute.db.engine import make_engine
+from quantroute.router.pincommit import PinCommitter, PinNotStored
+from quantroute.router.pindb import SqliteClaims
+
+
+def row(key: str, tier: str = "int4") -> dict:
+    now = utcnow()
+    return {"session_key": key, "model": "llama3-8b", "tier": tier, "arm": None, "deployment": None,
+            "served_deployment": f"d-{tier}", "last_node": None, "policy_version": 1, "created_at": now,
+            "last_used": now, "expires_at": now + timedelta(hours=1)}
+
+
+@pytest.fixture
+def sqlite_engine(sqlite_url):
+    eng = make_engine(sqlite_url)
+    yield eng
+    eng.dispose()
+
+
+class WriteLock:
+    """Another connection holding SQLite's write lock until `release()` (a request-log batch, another worker)."""
+
+    def __init__(self, path: str) -> None:
+        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def release(self) -> None:
+        self._conn.execute("COMMIT")
+        self._conn.close()
+
+
+async def until(check, timeout_s: float = 10.0) -> None:
+    """Let the loop run (the committer is a task in it) until `check()` holds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not check():
+        if loop.time() > deadline:
+            raise AssertionError(f"{check} still false after {timeout_s} s")
+        await asyncio.sleep(0.001)
+
+
+def test_a_claim_whose_key_was_claimed_again_while_its_batch_failed_follows_the_newer_claim(sqlite_engine):
+    """A first turn's claim is being written (it waits for a write lock); the same session key is claimed again
+    meanwhile (its cached pin expired or was evicted); then the batch fails as the connection's error. The old
+    claim cannot be queued again beside the newer one, and it used to be dropped: its request waited for the
+    settle timer and failed although the session's pin was stored a moment later. It now resolves with the
+    newer claim's outcome: the pin in force."""
+    lock = WriteLock(sqlite_engine.url.database)
+
+    async def go() -> tuple[dict, dict]:
+        committer = PinCommitter(sqlite_engine, timeout_s=10)
+        runner = asyncio.create_task(committer.run())
+        claims = committer._db
+        assert isinstance(claims, SqliteClaims)
+        old = committer.submit(row("again", "int4"))
+        await until(lambda: claims.busy > 0)  # the batch with the old claim is out, waiting for the lock
+        assert "again" not in committer.pending
+        newer = committer.submit(row("again", "fp16"))
+        # the pin connection now refuses writes: the batch's next try fails as the connection's error (not the
+        # row's), so the committer drops that connection and keeps its claims for a retry on a new one
+        claims._connection().execute("PRAGMA query_only = 1")
+        lock.release()
+        done, _ = await asyncio.wait([old, newer], timeout=10)
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+        assert old in done and newer in done, "the old claim was never resolved"
+        return old.result(), newer.result()
+
+    old_pin, newer_pin = asyncio.run(go())
+    assert newer_pin["tier"] == "fp16"
+    assert old_pin == newer_pin  # the pin in force, which the old claim's request then follows (or is moved by)
+    with sqlite3.connect(sqlite_engine.url.database) as c:
+        assert c.execute("SELECT tier FROM session_pin WHERE session_key = 'again'").fetchall() == [("fp16",)]
+
+
+def test_a_committer_stopped_while_writing_a_batch_fails_that_batchs_claims(sqlite_engine):
+    """Stopping the committer (the router shutting down) while a batch waits for the write lock fails the
+    batch's claims at once with `PinNotStored`, as it fails the claims still queued; before, only the queued
+    ones got an outcome and the batch's requests waited out their settle timer."""
+    lock = WriteLock(sqlite_engine.url.database)
+
+    async def go() -> tuple[BaseException | None, BaseException | None]:
+        committer = PinCommitter(sqlite_engine, timeout_s=10)
+        runner = asyncio.create_task(committer.run())
+        writing = committer.submit(row("writing"))
+        await until(lambda: committer._db.busy > 0)
+        queued = committer.submit(row("queued"))
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+        states = (writing.done(), queued.done())
+        assert states == (True, True), f"resolved (writing, queued): {states}"
+        return writing.exception(), queued.exception()
+
+    try:
+        writing_err, queued_err = asyncio.run(go())
+    finally:
+        lock.release()
+    for err in (writing_err, queued_err):
+        assert isinstance(err, PinNotStored) and "shutting down" in str(err)
+
