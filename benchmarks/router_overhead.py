@@ -41,6 +41,7 @@ from pathlib import Path
 
 from quantroute.ports import free_port
 from support.bench_db import Database
+from support.claim_floor import claim_floor
 from support.peers import stop
 from support.router_counters import gc_figures, pin_figures, router_counters
 from support.wrk import SESSION_MODES, lua_script, run_wrk
@@ -255,6 +256,7 @@ def main() -> None:
     shutil.copytree(REPO / "policies", tmp / "policies", ignore=shutil.ignore_patterns("active"))
     backends: list[subprocess.Popen] = []
     results: list[dict] = []
+    floors: list[dict] = []  # one-pin claims timed alone, per round and database (see support/claim_floor.py)
     try:
         bports = [free_port() for _ in BACKENDS]
         backends = [start([PY, str(HERE / "support" / "fast_backend.py"), str(p), dep, str(args.think_ms)])
@@ -265,6 +267,11 @@ def main() -> None:
             print(f"== round {rnd + 1}/{args.rounds}", flush=True)
             results.append({**bench.measure("direct (backend)", bports[0], pid=backends[0].pid), "round": rnd})
             for spec in dbs:
+                if "new" in modes:
+                    for async_pins in ((False, True) if args.pin_async_commit and spec != "sqlite" else (False,)):
+                        with Database(spec, tmp) as db:
+                            floors.append({**claim_floor(db.url, synchronous=not async_pins), "round": rnd,
+                                           "db": f"{db.kind}{' async' if async_pins else ''}"})
                 for w in workers:
                     for async_pins in ((False, True) if args.pin_async_commit and spec != "sqlite" else (False,)):
                         with Database(spec, tmp) as db:
@@ -278,7 +285,7 @@ def main() -> None:
                         run_peers(bports[0], lua_script(tmp, bench.body, "none"), args.seconds, bench.stream_body,
                                   lambda label, port, path, lua, seconds, stream: bench.measure(label, port, path),
                                   tmp, body=bench.body)]
-        report(results, rounds=args.rounds, peers=args.peers, think_ms=args.think_ms)
+        report(results, rounds=args.rounds, peers=args.peers, think_ms=args.think_ms, floors=floors)
     finally:
         for p in backends:
             stop(p)
@@ -289,9 +296,11 @@ def _spread(values: list[float], fmt: str) -> str:
     return f"{fmt.format(min(values))}-{fmt.format(max(values))}" if len(values) > 1 else "-"
 
 
-def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: float = 0.0) -> None:
+def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: float = 0.0,
+           floors: list[dict] | None = None) -> None:
     """One row per target and session mode: medians over rounds, the spread of req/s, and ratios against the
-    same round's direct run and the same configuration's `none` mode."""
+    same round's direct run and the same configuration's `none` mode; then the databases' one-pin claims timed
+    alone (`floors`) next to what a first turn added over `none` at c=1."""
     by_round = {(r["round"], r["label"], r.get("mode", "none")): r for r in results if "unavailable" not in r}
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in results:
@@ -343,6 +352,8 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
         for label, mode, rs in gc_rows:
             print(f"{label:<30}{mode:<9}" + "".join(f"{statistics.median(r[f'gc{g}_per_k'] for r in rs):>8.2f}"
                                                    for g in "012"))
+    if floors:
+        report_floors(floors, by_round)
     if peers:
         from support.peers import REFERENCE
 
@@ -353,6 +364,29 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
           "request at c=32. pins: session_pin rows the last round's router left.")
     print("targets (issue #13): new sessions within 1.3x of none; >= 3,500 req/s@32; +p50 <= 0.35 ms; "
           "p99 <= 2 ms at c=1; no timeouts")
+
+
+def report_floors(floors: list[dict], by_round: dict[tuple, dict]) -> None:
+    """Per database: the one-pin claim timed alone (p50, p99; PostgreSQL also `SELECT 1` on that connection),
+    and what a first turn added over the same one-worker router's `none` mode at c=1, both medians over rounds.
+    A first turn at c=1 answers once its pin is stored, so the claim alone is the part of that addition that the
+    database and the host set; the backend's own time (~0.1 ms) overlaps it, the router's work does not."""
+    print(f"one-pin claims timed alone ({floors[0]['n']} in a row through the router's claim path, nothing else "
+          "running) next to a first turn's added p50 at c=1 over no session (one worker), ms:")
+    print(f"{'database':<18}{'claim p50':>10}{'claim p99':>10}{'SELECT 1':>10}{'new - none':>12}")
+    per_db: dict[str, list[dict]] = defaultdict(list)
+    for f in floors:
+        per_db[f["db"]].append(f)
+    for name, fs in per_db.items():
+        kind, _, suffix = name.partition(" ")
+        label = f"quantroute {kind} w1{' ' + suffix if suffix else ''}"
+        added = [by_round[(f["round"], label, "new")]["p50_ms"] - by_round[(f["round"], label, "none")]["p50_ms"]
+                 for f in fs if (f["round"], label, "new") in by_round and (f["round"], label, "none") in by_round]
+        sel = [f["select1_p50_ms"] for f in fs if "select1_p50_ms" in f]
+        print(f"{name:<18}{statistics.median(f['claim_p50_ms'] for f in fs):>10.3f}"
+              f"{statistics.median(f['claim_p99_ms'] for f in fs):>10.3f}"
+              f"{(f'{statistics.median(sel):.3f}' if sel else '-'):>10}"
+              f"{(f'{statistics.median(added):.3f}' if added else '-'):>12}")
 
 
 if __name__ == "__main__":
