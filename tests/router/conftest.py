@@ -130,3 +130,11 @@ def chat(url: str, messages, session: str | None = None, **body) -> httpx.Respon
 
 def set_faults(rf, node_id: str, **faults) -> None:
     httpx.post(rf.urls[node_id] + "/sim/faults", json=faults, timeout=5).raise_for_status()
+
+
+@pytest.fixture
+def sqlite_engine(sqlite_url):
+    """An engine on a SQLite file at the current schema, disposed afterwards."""
+    eng = make_engine(sqlite_url)
+    yield eng
+    eng.dispose()

@@ -6,28 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from datetime import timedelta
 
-import pytest
-
-from quantroute.clock import utcnow
-from quantroute.db.engine import make_engine
 from quantroute.router.pincommit import PinCommitter, PinNotStored
 from quantroute.router.pindb import SqliteClaims
-
-
-def row(key: str, tier: str = "int4") -> dict:
-    now = utcnow()
-    return {"session_key": key, "model": "llama3-8b", "tier": tier, "arm": None, "deployment": None,
-            "served_deployment": f"d-{tier}", "last_node": None, "policy_version": 1, "created_at": now,
-            "last_used": now, "expires_at": now + timedelta(hours=1)}
-
-
-@pytest.fixture
-def sqlite_engine(sqlite_url):
-    eng = make_engine(sqlite_url)
-    yield eng
-    eng.dispose()
+from tests.support.pins import pin_row
 
 
 class WriteLock:
@@ -65,10 +47,10 @@ def test_a_claim_whose_key_was_claimed_again_while_its_batch_failed_follows_the_
         runner = asyncio.create_task(committer.run())
         claims = committer._db
         assert isinstance(claims, SqliteClaims)
-        old = committer.submit(row("again", "int4"))
+        old = committer.submit(pin_row("again", "int4"))
         await until(lambda: claims.busy > 0)  # the batch with the old claim is out, waiting for the lock
         assert "again" not in committer.pending
-        newer = committer.submit(row("again", "fp16"))
+        newer = committer.submit(pin_row("again", "fp16"))
         # the pin connection now refuses writes: the batch's next try fails as the connection's error (not the
         # row's), so the committer drops that connection and keeps its claims for a retry on a new one
         claims._connection().execute("PRAGMA query_only = 1")
@@ -95,9 +77,9 @@ def test_a_committer_stopped_while_writing_a_batch_fails_that_batchs_claims(sqli
     async def go() -> tuple[BaseException | None, BaseException | None]:
         committer = PinCommitter(sqlite_engine, timeout_s=10)
         runner = asyncio.create_task(committer.run())
-        writing = committer.submit(row("writing"))
+        writing = committer.submit(pin_row("writing"))
         await until(lambda: committer._db.busy > 0)
-        queued = committer.submit(row("queued"))
+        queued = committer.submit(pin_row("queued"))
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
         states = (writing.done(), queued.done())

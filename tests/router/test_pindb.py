@@ -17,20 +17,7 @@ from quantroute.clock import utcnow
 from quantroute.db.engine import make_engine
 from quantroute.router.pincommit import PinCommitter
 from quantroute.router.pindb import SqliteClaims, claims_for
-
-
-def row(key: str, tier: str = "int4") -> dict:
-    now = utcnow()
-    return {"session_key": key, "model": "llama3-8b", "tier": tier, "arm": None, "deployment": None,
-            "served_deployment": f"d-{tier}", "last_node": None, "policy_version": 1, "created_at": now,
-            "last_used": now, "expires_at": now + timedelta(hours=1)}
-
-
-@pytest.fixture
-def sqlite_engine(sqlite_url):  # the file is at the schema already
-    eng = make_engine(sqlite_url)
-    yield eng
-    eng.dispose()
+from tests.support.pins import pin_row
 
 
 def test_sqlite_claims_run_in_the_loop_on_a_connection_that_neither_waits_nor_checkpoints(sqlite_engine):
@@ -38,8 +25,8 @@ def test_sqlite_claims_run_in_the_loop_on_a_connection_that_neither_waits_nor_ch
     assert isinstance(claims, SqliteClaims)
 
     async def go() -> tuple[list[dict], list[dict]]:
-        first = await claims.claim([row("a"), row("b", "fp16")], 5)
-        again = await claims.claim([row("a", "fp16")], 5)  # a live pin: the stored one comes back
+        first = await claims.claim([pin_row("a"), pin_row("b", "fp16")], 5)
+        again = await claims.claim([pin_row("a", "fp16")], 5)  # a live pin: the stored one comes back
         return first, again
 
     first, again = asyncio.run(go())
@@ -76,7 +63,7 @@ def test_a_claim_that_finds_the_write_lock_taken_waits_and_the_loop_keeps_runnin
         await asyncio.to_thread(locked.wait, 10)
         asyncio.get_running_loop().call_later(0.6, release.set)
         ticks = 0
-        fut = committer.submit(row("held"))
+        fut = committer.submit(pin_row("held"))
         while not fut.done():
             await asyncio.sleep(0.01)
             ticks += 1
@@ -104,7 +91,7 @@ def test_a_claim_that_found_the_lock_taken_is_counted_and_retried_in_the_loop(sq
     threads = threading.active_count()
 
     async def go() -> tuple[list[dict], int]:
-        task = asyncio.create_task(claims.claim([row("x")], 5))
+        task = asyncio.create_task(claims.claim([pin_row("x")], 5))
         await asyncio.sleep(0.2)
         waiting_threads = threading.active_count()
         other.execute("COMMIT")
@@ -143,10 +130,10 @@ def test_a_claim_gives_up_when_its_deadline_passes_with_the_lock_still_taken(sql
     claims = SqliteClaims(sqlite_engine)
     holder = _hold_write_lock(sqlite_engine.url.database, 2.0)
     with pytest.raises(TransientError, match="locked"):
-        asyncio.run(claims.claim([row("late")], 0.3))
+        asyncio.run(claims.claim([pin_row("late")], 0.3))
     assert holder.is_alive()  # it gave up while the lock was still held
     holder.join()
-    assert asyncio.run(claims.claim([row("late")], 5))[0]["tier"] == "int4"
+    assert asyncio.run(claims.claim([pin_row("late")], 5))[0]["tier"] == "int4"
     asyncio.run(claims.aclose())
 
 
@@ -159,7 +146,7 @@ def test_a_pin_whose_batch_waits_past_its_deadline_fails_and_is_not_stored_later
         committer = PinCommitter(sqlite_engine, timeout_s=0.3)
         runner = asyncio.create_task(committer.run())
         holder = _hold_write_lock(sqlite_engine.url.database, 2.0)
-        fut = committer.submit(row("gave-up"))
+        fut = committer.submit(pin_row("gave-up"))
         await asyncio.wait([fut], timeout=10)
         err = fut.exception() if fut.done() else None
         alive = holder.is_alive()
@@ -188,7 +175,7 @@ def test_postgres_pins_commit_without_the_flush_only_when_asked_and_are_visible_
     async def go() -> tuple[dict, str, tuple | None]:
         committer = PinCommitter(eng, timeout_s=10, synchronous=synchronous)
         runner = asyncio.create_task(committer.run())
-        pin = await committer.submit(row(f"async-{synchronous}"))
+        pin = await committer.submit(pin_row(f"async-{synchronous}"))
         # what another replica reads right now, on a connection of its own
         reader = make_engine(pg_url)
         with reader.connect() as other:
@@ -230,8 +217,8 @@ def test_a_postgres_claim_held_by_a_lock_is_bounded_in_the_caller_s_task_and_the
         "VALUES ('locked', 'llama3-8b', 'fp16', now(), now(), now() + interval '1 hour')")  # not committed
 
     async def go() -> tuple[BaseException | None, int, float]:
-        await claims.claim([row("warm")], 5)  # connected
-        task = asyncio.create_task(claims.claim([row("locked")], 0.5))
+        await claims.claim([pin_row("warm")], 5)  # connected
+        task = asyncio.create_task(claims.claim([pin_row("locked")], 0.5))
         await asyncio.sleep(0.2)  # the statement is out and waiting for the lock
         tasks = len(asyncio.all_tasks())
         started = time.monotonic()
@@ -248,7 +235,7 @@ def test_a_postgres_claim_held_by_a_lock_is_bounded_in_the_caller_s_task_and_the
 
         async def again() -> str:
             try:
-                return (await claims.claim([row("locked")], 5))[0]["tier"]
+                return (await claims.claim([pin_row("locked")], 5))[0]["tier"]
             finally:
                 await claims.aclose()
 
@@ -274,9 +261,9 @@ def test_asyncpg_claims_round_trip_exactly_and_hand_back_our_own_rows_or_the_sto
     claims = claims_for(eng)
     assert isinstance(claims, AsyncpgClaims) and claims.connect_timeout_s == 3
     now = utcnow()
-    sent = [{**row(f"k-{i:02d}", "fp16"), "arm": "canary" if i % 3 else None, "last_node": f"n-{i}",
+    sent = [{**pin_row(f"k-{i:02d}", "fp16"), "arm": "canary" if i % 3 else None, "last_node": f"n-{i}",
              "created_at": now - timedelta(microseconds=i * 7 + 1)} for i in range(40)]
-    theirs = {**row("theirs", "int4"), "arm": "canary"}
+    theirs = {**pin_row("theirs", "int4"), "arm": "canary"}
     with eng.begin() as conn:  # another replica, through psycopg
         PinClaims(eng.dialect).claim(conn, [theirs], utcnow())
 
@@ -319,20 +306,20 @@ def test_a_one_pin_asyncpg_claim_reads_and_creates_as_a_batch_does(pg_url):
     claims = claims_for(eng)
     assert isinstance(claims, AsyncpgClaims)
     now = utcnow()
-    live = {**row("live", "int4"), "arm": "canary"}
-    expired = {**row("expired", "int4"), "expires_at": now - timedelta(seconds=1)}
+    live = {**pin_row("live", "int4"), "arm": "canary"}
+    expired = {**pin_row("expired", "int4"), "expires_at": now - timedelta(seconds=1)}
     with eng.begin() as conn:  # other replicas, through psycopg
         PinClaims(eng.dialect).claim(conn, [live, expired], now - timedelta(minutes=5))
-    assert PinClaims(eng.dialect).numbered([row("one")], now)[0] != PinClaims(eng.dialect).numbered(
-        [row("one"), row("two")], now)[0]  # the one-pin form is its own statement
-    new = {**row("new", "fp16"), "last_node": None, "created_at": now - timedelta(microseconds=7)}
-    mine_live, mine_expired = {**live, "tier": "fp16", "arm": None}, {**row("expired", "fp8"), "arm": "canary"}
+    assert PinClaims(eng.dialect).numbered([pin_row("one")], now)[0] != PinClaims(eng.dialect).numbered(
+        [pin_row("one"), pin_row("two")], now)[0]  # the one-pin form is its own statement
+    new = {**pin_row("new", "fp16"), "last_node": None, "created_at": now - timedelta(microseconds=7)}
+    mine_live, mine_expired = {**live, "tier": "fp16", "arm": None}, {**pin_row("expired", "fp8"), "arm": "canary"}
 
     async def go() -> list:
         try:
             out = [await claims.claim([p], 5) for p in (new, mine_live, mine_expired)]
             try:
-                await claims.claim([{**row("nul"), "served_deployment": "d\x00"}], 5)
+                await claims.claim([{**pin_row("nul"), "served_deployment": "d\x00"}], 5)
             except Exception as e:  # noqa: BLE001 - what kind it is, is the point
                 out.append(e)
             return out
@@ -378,15 +365,15 @@ def test_a_postgres_pin_connection_the_server_drops_fails_its_batch_as_transient
             c.exec_driver_sql(f"SELECT pg_terminate_backend({pid})")
 
     async def go() -> tuple[BaseException | None, str, str]:
-        await claims.claim([row("before")], 5)
-        task = asyncio.create_task(claims.claim([row("dropped")], 5))
+        await claims.claim([pin_row("before")], 5)
+        task = asyncio.create_task(claims.claim([pin_row("dropped")], 5))
         await asyncio.sleep(0.2)  # out, waiting for the lock
         await asyncio.to_thread(terminate, claims._conn.get_server_pid())
         err = (await asyncio.gather(task, return_exceptions=True))[0]
-        after = (await claims.claim([row("after", "fp16")], 5))[0]["tier"]
+        after = (await claims.claim([pin_row("after", "fp16")], 5))[0]["tier"]
         await asyncio.to_thread(terminate, claims._conn.get_server_pid())  # idle this time
         await asyncio.sleep(0.2)
-        idle = (await claims.claim([row("idle", "fp8")], 5))[0]["tier"]
+        idle = (await claims.claim([pin_row("idle", "fp8")], 5))[0]["tier"]
         await claims.aclose()
         return err, after, idle
 
@@ -413,10 +400,10 @@ def test_a_pin_connection_the_server_refuses_fails_the_batch_whole_after_its_dea
     eng = make_engine(make_url(pg_url).set(username="no_such_role_here").render_as_string(hide_password=False))
 
     async def go() -> tuple[BaseException | None, list, int]:
-        err = (await asyncio.gather(claims_for(eng).claim([row("x")], 2), return_exceptions=True))[0]
+        err = (await asyncio.gather(claims_for(eng).claim([pin_row("x")], 2), return_exceptions=True))[0]
         committer = PinCommitter(eng, timeout_s=0.5)
         runner = asyncio.create_task(committer.run())
-        outcomes = await asyncio.gather(*[committer.submit(row(f"refused-{i}")) for i in range(8)],
+        outcomes = await asyncio.gather(*[committer.submit(pin_row(f"refused-{i}")) for i in range(8)],
                                         return_exceptions=True)
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
@@ -460,7 +447,7 @@ def test_without_asyncpg_postgres_pins_are_claimed_from_a_worker_thread(pg_url, 
             claims = claims_for(eng, synchronous=False)
         assert isinstance(claims, ThreadedClaims)
         assert "quantroute[postgres]" in caplog.text
-        assert asyncio.run(claims.claim([row("fallback", "fp8")], 5))[0]["tier"] == "fp8"
+        assert asyncio.run(claims.claim([pin_row("fallback", "fp8")], 5))[0]["tier"] == "fp8"
         assert claims._conn.exec_driver_sql("SHOW synchronous_commit").scalar_one() == "off"
         with eng.connect() as c:
             assert c.exec_driver_sql("SELECT tier FROM session_pin WHERE session_key = 'fallback'").scalar_one() \
@@ -491,9 +478,9 @@ def test_a_committer_moved_to_another_postgres_engine_commits_there_without_the_
     async def go() -> tuple[dict, dict, str]:
         committer = PinCommitter(first, timeout_s=10, synchronous=False)
         runner = asyncio.create_task(committer.run())
-        before = await committer.submit(row("before-move"))
+        before = await committer.submit(pin_row("before-move"))
         committer.engine = second
-        after = await committer.submit(row("after-move", "fp16"))
+        after = await committer.submit(pin_row("after-move", "fp16"))
         assert isinstance(committer._db, AsyncpgClaims) and committer._db.synchronous is False
         setting = await committer._db._conn.fetchval("SHOW synchronous_commit")
         runner.cancel()
@@ -514,10 +501,10 @@ def test_a_batch_with_rows_the_database_refuses_stores_every_other_pin(engine):
     `PinNotStored`, its batch split around it; every other pin of the batch is stored."""
     from quantroute.router.pincommit import PinNotStored
 
-    bad = {"no-model": {**row("no-model"), "model": None}}
+    bad = {"no-model": {**pin_row("no-model"), "model": None}}
     if engine.dialect.name == "postgresql":
-        bad["nul"] = {**row("nul"), "served_deployment": "d\x00"}
-    good = [row(f"ok-{i}", "fp16" if i % 2 else "int4") for i in range(6)]
+        bad["nul"] = {**pin_row("nul"), "served_deployment": "d\x00"}
+    good = [pin_row(f"ok-{i}", "fp16" if i % 2 else "int4") for i in range(6)]
 
     async def go() -> dict[str, object]:
         committer = PinCommitter(engine, timeout_s=10)
@@ -551,12 +538,12 @@ def test_claims_round_trip_exactly_and_postgres_sends_one_statement_text_for_any
 
     claims = PinClaims(engine.dialect)
     now = utcnow()
-    texts = {claims.statement([row(f"b{n}-{i:02d}") for i in range(n)], now)[0] for n in (1, 7, 40)}
+    texts = {claims.statement([pin_row(f"b{n}-{i:02d}") for i in range(n)], now)[0] for n in (1, 7, 40)}
     if engine.dialect.name == "postgresql":
         assert len(texts) == 1 and "json_populate_recordset" in texts.pop()
     else:
         assert len(texts) == 3
-    sent = [{**row(f"k-{i:02d}", "fp16"), "arm": "canary" if i % 3 else None, "last_node": f"n-{i}",
+    sent = [{**pin_row(f"k-{i:02d}", "fp16"), "arm": "canary" if i % 3 else None, "last_node": f"n-{i}",
              "created_at": now - timedelta(microseconds=i * 7 + 1)} for i in range(40)]
     for p in sent[::2]:  # a first turn's: last use and creation one object (bound once)
         p["last_used"] = p["created_at"] = now - timedelta(microseconds=len(p["session_key"]) * 11 + 3)
@@ -578,11 +565,11 @@ def test_a_pin_stored_first_elsewhere_comes_back_as_stored_even_when_it_differs_
     from quantroute.db.session_pin import PinClaims
 
     claims = PinClaims(engine.dialect)
-    theirs = [row("tier-differs", "int4"), {**row("arm-differs", "fp16"), "arm": "canary"}]
+    theirs = [pin_row("tier-differs", "int4"), {**pin_row("arm-differs", "fp16"), "arm": "canary"}]
     with engine.begin() as conn:
         claims.claim(conn, theirs, utcnow())
     ours = [{**theirs[0], "tier": "fp16", "served_deployment": theirs[0]["served_deployment"]},
-            {**theirs[1], "arm": None}, row("fresh", "fp8")]
+            {**theirs[1], "arm": None}, pin_row("fresh", "fp8")]
     with engine.begin() as conn:
         got = {p["session_key"]: p for p in claims.claim(conn, ours, utcnow())}
     assert (got["tier-differs"]["tier"], got["arm-differs"]["arm"]) == ("int4", "canary")
