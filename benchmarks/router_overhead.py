@@ -267,13 +267,14 @@ def main() -> None:
             print(f"== round {rnd + 1}/{args.rounds}", flush=True)
             results.append({**bench.measure("direct (backend)", bports[0], pid=backends[0].pid), "round": rnd})
             for spec in dbs:
+                pin_commits = (False, True) if args.pin_async_commit and spec != "sqlite" else (False,)
                 if "new" in modes:
-                    for async_pins in ((False, True) if args.pin_async_commit and spec != "sqlite" else (False,)):
+                    for async_pins in pin_commits:
                         with Database(spec, tmp) as db:
                             floors.append({**claim_floor(db.url, synchronous=not async_pins), "round": rnd,
                                            "db": f"{db.kind}{' async' if async_pins else ''}"})
                 for w in workers:
-                    for async_pins in ((False, True) if args.pin_async_commit and spec != "sqlite" else (False,)):
+                    for async_pins in pin_commits:
                         with Database(spec, tmp) as db:
                             results += [{**r, "round": rnd} for r in
                                         run_router(bench, bports, db, w, modes, tmp / "policies",
