@@ -4,8 +4,8 @@ A first turn answers only once its pin is stored (`Decider.settle`). At concurre
 so the claim's round trip (and on PostgreSQL with durable pins, the commit's WAL flush) is on the first turn's
 critical path however the router is written. This times exactly that part, with nothing else running: the
 router's own claim path (`claims_for`: asyncpg on PostgreSQL, the in-loop sqlite3 connection on SQLite), one pin
-a statement, `n` in a row, each a new session key. On PostgreSQL it also times `SELECT 1` on the same
-connection: the round trip with no write. The figures go next to the router's `new`-over-`none` p50 at c=1 in
+a statement, `n` in a row, each a new session key. On PostgreSQL it also times `SELECT 1` on a connection
+like the claims': the round trip with no write. The figures go next to the router's `new`-over-`none` p50 at c=1 in
 router_overhead.py's report, so each run shows how much of a first turn's cost is the database's on that host,
 instead of a figure measured once on another day."""
 
@@ -15,24 +15,16 @@ import asyncio
 import statistics
 import time
 import uuid
-from datetime import timedelta
 
 
-def _row(key: str) -> dict:
-    from quantroute.clock import utcnow
-
-    now = utcnow()
-    return {"session_key": key, "model": "llama3-8b", "tier": "int4", "arm": None, "deployment": None,
-            "served_deployment": "llama3-8b-awq-w4a16", "last_node": None, "policy_version": 1, "created_at": now,
-            "last_used": now, "expires_at": now + timedelta(hours=1)}
-
-
-def _quantile(ms: list[float], q: float) -> float:
-    return statistics.quantiles(ms, n=100, method="inclusive")[round(q * 100) - 1] if len(ms) > 1 else ms[0]
+def _p99(ms: list[float]) -> float:
+    return statistics.quantiles(ms, n=100, method="inclusive")[98] if len(ms) > 1 else ms[0]
 
 
 async def _timed(url: str, synchronous: bool, n: int, warmup: int) -> dict:
+    from quantroute.clock import utcnow
     from quantroute.db.engine import make_engine
+    from quantroute.db.session_pin import claim_row
     from quantroute.router.pindb import AsyncpgClaims, claims_for
 
     engine = make_engine(url)
@@ -41,7 +33,8 @@ async def _timed(url: str, synchronous: bool, n: int, warmup: int) -> dict:
     try:
         claim_ms: list[float] = []
         for i in range(warmup + n):
-            row = _row(f"floor-{tag}-{i}")
+            row = claim_row(f"floor-{tag}-{i}", "llama3-8b", "int4", None, None, "llama3-8b-awq-w4a16", None, 1,
+                            utcnow(), 3600)
             t0 = time.perf_counter()
             stored = await claims.claim([row], 10.0)
             took = (time.perf_counter() - t0) * 1e3
@@ -49,18 +42,30 @@ async def _timed(url: str, synchronous: bool, n: int, warmup: int) -> dict:
                 raise RuntimeError(f"the claim returned {stored[0]['session_key']!r} for {row['session_key']!r}")
             if i >= warmup:
                 claim_ms.append(took)
-        out = {"n": n, "claim_p50_ms": statistics.median(claim_ms), "claim_p99_ms": _quantile(claim_ms, 0.99)}
-        if isinstance(claims, AsyncpgClaims) and claims._conn is not None:
-            rtt: list[float] = []
-            for _ in range(n):
-                t0 = time.perf_counter()
-                await claims._conn.fetchval("SELECT 1")
-                rtt.append((time.perf_counter() - t0) * 1e3)
-            out["select1_p50_ms"] = statistics.median(rtt)
+        out = {"n": n, "claim_p50_ms": statistics.median(claim_ms), "claim_p99_ms": _p99(claim_ms)}
+        if isinstance(claims, AsyncpgClaims):
+            out["select1_p50_ms"] = await _select1_p50_ms(claims.dsn, n)
         return out
     finally:
         await claims.aclose()
         engine.dispose()
+
+
+async def _select1_p50_ms(dsn: str, n: int) -> float:
+    """`SELECT 1` on an asyncpg connection to the same database as the claims: the round trip with no write."""
+    import asyncpg
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.fetchval("SELECT 1")
+        rtt: list[float] = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            await conn.fetchval("SELECT 1")
+            rtt.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(rtt)
+    finally:
+        await conn.close()
 
 
 def claim_floor(url: str, *, synchronous: bool = True, n: int = 400, warmup: int = 20) -> dict:

@@ -43,6 +43,16 @@ _OURS_END = 1 + len(_CLAIMED)  # a row's claimed columns are [1:_OURS_END]
 _CREATED, _LAST_USED = _COLUMNS.index("created_at"), _COLUMNS.index("last_used")
 
 
+def claim_row(key: str, model: str, tier: str, arm: str | None, deployment: str | None,
+              served_deployment: str | None, node: str | None, policy_version: int | None, now: datetime,
+              ttl_s: float) -> dict:
+    """A new pin as `PinClaims` takes it (the `session_pin` columns, column -> value): created and last used
+    `now`, expiring `ttl_s` seconds later. Positional: a router calls it on every first turn."""
+    return {"session_key": key, "model": model, "tier": tier, "arm": arm, "deployment": deployment,
+            "served_deployment": served_deployment, "last_node": node, "policy_version": policy_version,
+            "created_at": now, "last_used": now, "expires_at": now + timedelta(seconds=ttl_s)}
+
+
 class PinClaims:
     """Read-or-create many pins in one statement, prepared once per dialect: `claim` returns the pin in force for
     each key (ours, or the one another replica or worker stored first), refreshed (`last_used`, `expires_at`)

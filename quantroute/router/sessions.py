@@ -24,6 +24,7 @@ from quantroute.db.engine import require_engine
 from quantroute.db.engine import session as db_session
 from quantroute.db.session_pin import (
     SessionPin,
+    claim_row,
     delete_pin,
     list_pins,
     purge_expired_pins,
@@ -117,11 +118,8 @@ class PinStore:
             del self.cache[next(iter(self.cache))]
         if self.committer is None:
             return pin
-        pin.claim_row = {
-            "session_key": key, "model": model, "tier": tier, "arm": arm, "deployment": deployment,
-            "served_deployment": served_deployment, "last_node": node, "policy_version": policy_version,
-            "created_at": now,
-            "last_used": now, "expires_at": now + timedelta(seconds=ttl_s)}
+        pin.claim_row = claim_row(key, model, tier, arm, deployment, served_deployment, node, policy_version, now,
+                                  ttl_s)
         pin.stored = self.committer.submit(pin.claim_row)
         return pin
 
