@@ -200,6 +200,11 @@ def node_refresh_s(env: dict[str, str] | None) -> float:
     return float(given) if given else float(RouterSettings.model_fields["node_refresh_s"].default)
 
 
+def router_label(db: Database, workers: int, async_pins: bool) -> str:
+    """A router configuration's row label in the report."""
+    return f"quantroute {db.kind} w{workers}{' async' if async_pins else ''}"
+
+
 def run_router(bench: Bench, bports: list[int], db: Database, workers: int, modes: list[str],
                policies: Path, *, async_pins: bool = False) -> list[dict]:
     """Start one router (fresh DB), register the backends, measure every session mode, stop it. `async_pins`:
@@ -209,7 +214,7 @@ def run_router(bench: Bench, bports: list[int], db: Database, workers: int, mode
     try:
         time.sleep(1.0)
         bench.profiled = proc
-        label = f"quantroute {db.kind} w{workers}{' async' if async_pins else ''}"
+        label = router_label(db, workers, async_pins)
         rows = [bench.measure(label, rport, mode=m, pid=proc.pid, db=db.kind, workers=workers) for m in modes]
         logged, pins = db.counts()
         for r in rows:
@@ -272,7 +277,8 @@ def main() -> None:
                     for async_pins in pin_commits:
                         with Database(spec, tmp) as db:
                             floors.append({**claim_floor(db.url, synchronous=not async_pins), "round": rnd,
-                                           "db": f"{db.kind}{' async' if async_pins else ''}"})
+                                           "db": f"{db.kind}{' async' if async_pins else ''}",
+                                           "router": router_label(db, 1, async_pins)})
                 for w in workers:
                     for async_pins in pin_commits:
                         with Database(spec, tmp) as db:
@@ -368,7 +374,7 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
 
 
 def report_floors(floors: list[dict], by_round: dict[tuple, dict]) -> None:
-    """Per database: the one-pin claim timed alone (p50, p99; PostgreSQL also `SELECT 1` on that connection),
+    """Per database: the one-pin claim timed alone (p50, p99; PostgreSQL also `SELECT 1`, the round trip alone),
     and what a first turn added over the same one-worker router's `none` mode at c=1, both medians over rounds.
     A first turn at c=1 answers once its pin is stored, so the claim alone is the part of that addition that the
     database and the host set; the backend's own time (~0.1 ms) overlaps it, the router's work does not."""
@@ -379,8 +385,7 @@ def report_floors(floors: list[dict], by_round: dict[tuple, dict]) -> None:
     for f in floors:
         per_db[f["db"]].append(f)
     for name, fs in per_db.items():
-        kind, _, suffix = name.partition(" ")
-        label = f"quantroute {kind} w1{' ' + suffix if suffix else ''}"
+        label = fs[0]["router"]
         added = [by_round[(f["round"], label, "new")]["p50_ms"] - by_round[(f["round"], label, "none")]["p50_ms"]
                  for f in fs if (f["round"], label, "new") in by_round and (f["round"], label, "none") in by_round]
         sel = [f["select1_p50_ms"] for f in fs if "select1_p50_ms" in f]
