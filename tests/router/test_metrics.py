@@ -3,13 +3,11 @@ deployment, a build-info gauge, drop counters by reason present from the start."
 
 from __future__ import annotations
 
-import sqlite3
-import threading
-
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.router.conftest import INT4, INT4_V2, TOLERANT, chat, router_at
+from tests.support.sqlite_lock import WriteLock
 
 
 def samples(url: str) -> dict[str, list]:
@@ -127,16 +125,11 @@ def test_an_answer_held_for_its_pin_is_counted_with_how_long_it_waited(make_sett
         assert chat(url, TOLERANT).status_code == 200
         before = samples(url)
         assert before["quantroute_pin_wait_seconds_count"][0].value == 0
-        other = sqlite3.connect(settings.db_url.removeprefix("sqlite:///"), isolation_level=None,
-                                check_same_thread=False)
-        other.execute("BEGIN IMMEDIATE")
-        timer = threading.Timer(1.0, lambda: other.execute("COMMIT"))
-        timer.start()
+        lock = WriteLock(settings.db_url.removeprefix("sqlite:///"), seconds=1.0)
         try:
             assert chat(url, TOLERANT, session="held").status_code == 200
         finally:
-            timer.join()
-            other.close()
+            lock.join()
         for session in ("held", None):
             assert chat(url, TOLERANT, session=session).status_code == 200
         m = samples(url)

@@ -10,18 +10,7 @@ import sqlite3
 from quantroute.router.pincommit import PinCommitter, PinNotStored
 from quantroute.router.pindb import SqliteClaims
 from tests.support.pins import pin_row
-
-
-class WriteLock:
-    """Another connection holding SQLite's write lock until `release()` (a request-log batch, another worker)."""
-
-    def __init__(self, path: str) -> None:
-        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._conn.execute("BEGIN IMMEDIATE")
-
-    def release(self) -> None:
-        self._conn.execute("COMMIT")
-        self._conn.close()
+from tests.support.sqlite_lock import WriteLock
 
 
 async def until(check, timeout_s: float = 10.0) -> None:
@@ -92,4 +81,3 @@ def test_a_committer_stopped_while_writing_a_batch_fails_that_batchs_claims(sqli
         lock.release()
     for err in (writing_err, queued_err):
         assert isinstance(err, PinNotStored) and "shutting down" in str(err)
-

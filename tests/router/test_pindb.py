@@ -18,6 +18,7 @@ from quantroute.db.engine import make_engine
 from quantroute.router.pincommit import PinCommitter
 from quantroute.router.pindb import SqliteClaims, claims_for
 from tests.support.pins import pin_row
+from tests.support.sqlite_lock import WriteLock
 
 
 def test_sqlite_claims_run_in_the_loop_on_a_connection_that_neither_waits_nor_checkpoints(sqlite_engine):
@@ -45,30 +46,18 @@ def test_a_claim_that_finds_the_write_lock_taken_waits_and_the_loop_keeps_runnin
     stored once it is released, and meanwhile the event loop goes on (with the claim run on the loop and a
     busy timeout, every request of the process would have stalled)."""
     path = sqlite_engine.url.database
-    locked, release = threading.Event(), threading.Event()
-
-    def hold_lock() -> None:
-        other = sqlite3.connect(path, isolation_level=None)
-        other.execute("BEGIN IMMEDIATE")
-        locked.set()
-        release.wait(10)
-        other.execute("COMMIT")
-        other.close()
 
     async def go() -> tuple[list[dict], int]:
         committer = PinCommitter(sqlite_engine, timeout_s=10)
         runner = asyncio.create_task(committer.run())
-        holder = threading.Thread(target=hold_lock)
-        holder.start()
-        await asyncio.to_thread(locked.wait, 10)
-        asyncio.get_running_loop().call_later(0.6, release.set)
+        lock = WriteLock(path)
+        asyncio.get_running_loop().call_later(0.6, lock.release)
         ticks = 0
         fut = committer.submit(pin_row("held"))
         while not fut.done():
             await asyncio.sleep(0.01)
             ticks += 1
-        assert release.is_set()  # stored only once the lock was released
-        holder.join()
+        assert not lock.held  # stored only once the lock was released
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
         return [fut.result()], ticks
@@ -84,9 +73,7 @@ def test_a_claim_that_found_the_lock_taken_is_counted_and_retried_in_the_loop(sq
     """Each try that found the write lock taken is counted; the batch is stored once the lock is free, with no
     worker thread involved (the claim's own task does the retries)."""
     claims = SqliteClaims(sqlite_engine)
-    path = sqlite_engine.url.database
-    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    other.execute("BEGIN IMMEDIATE")
+    lock = WriteLock(sqlite_engine.url.database)
 
     threads = threading.active_count()
 
@@ -94,30 +81,14 @@ def test_a_claim_that_found_the_lock_taken_is_counted_and_retried_in_the_loop(sq
         task = asyncio.create_task(claims.claim([pin_row("x")], 5))
         await asyncio.sleep(0.2)
         waiting_threads = threading.active_count()
-        other.execute("COMMIT")
+        lock.release()
         return await task, waiting_threads
 
     pins, waiting_threads = asyncio.run(go())
-    other.close()
     assert pins[0]["session_key"] == "x"
     assert claims.inline == 0 and claims.busy >= 5  # 0.2 s of tries at most 1 ms apart, fewer on a busy machine
     assert waiting_threads == threads  # no worker thread waited for the lock
     asyncio.run(claims.aclose())
-
-
-def _hold_write_lock(path: str, seconds: float) -> threading.Thread:
-    """Another connection takes SQLite's write lock now and keeps it for `seconds`."""
-    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    other.execute("BEGIN IMMEDIATE")
-
-    def release() -> None:
-        threading.Event().wait(seconds)
-        other.execute("COMMIT")
-        other.close()
-
-    holder = threading.Thread(target=release)
-    holder.start()
-    return holder
 
 
 def test_a_claim_gives_up_when_its_deadline_passes_with_the_lock_still_taken(sqlite_engine):
@@ -128,11 +99,11 @@ def test_a_claim_gives_up_when_its_deadline_passes_with_the_lock_still_taken(sql
     from quantroute.router.pindb import TransientError
 
     claims = SqliteClaims(sqlite_engine)
-    holder = _hold_write_lock(sqlite_engine.url.database, 2.0)
+    lock = WriteLock(sqlite_engine.url.database, seconds=2.0)
     with pytest.raises(TransientError, match="locked"):
         asyncio.run(claims.claim([pin_row("late")], 0.3))
-    assert holder.is_alive()  # it gave up while the lock was still held
-    holder.join()
+    assert lock.held  # it gave up while the lock was still held
+    lock.join()
     assert asyncio.run(claims.claim([pin_row("late")], 5))[0]["tier"] == "int4"
     asyncio.run(claims.aclose())
 
@@ -145,12 +116,12 @@ def test_a_pin_whose_batch_waits_past_its_deadline_fails_and_is_not_stored_later
     async def go() -> BaseException | None:
         committer = PinCommitter(sqlite_engine, timeout_s=0.3)
         runner = asyncio.create_task(committer.run())
-        holder = _hold_write_lock(sqlite_engine.url.database, 2.0)
+        lock = WriteLock(sqlite_engine.url.database, seconds=2.0)
         fut = committer.submit(pin_row("gave-up"))
         await asyncio.wait([fut], timeout=10)
         err = fut.exception() if fut.done() else None
-        alive = holder.is_alive()
-        await asyncio.to_thread(holder.join)
+        alive = lock.held
+        await asyncio.to_thread(lock.join)
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
         assert alive  # decided while the lock was still held

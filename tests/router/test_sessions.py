@@ -14,6 +14,7 @@ from quantroute.db.engine import session as db_session
 from quantroute.db.session_pin import SessionPin, claim_pins, purge_expired_pins
 from tests.conftest import wait_until
 from tests.router.conftest import TOLERANT, chat, router_at
+from tests.support.sqlite_lock import WriteLock
 
 
 def add_pins(engine, prefix: str, n: int, *, expired_s_ago: float | None = None) -> None:
@@ -129,7 +130,6 @@ def test_a_claimed_pin_is_adopted_by_whoever_reads_it_next_without_a_callback(sq
     its row behind once read; a session another replica stored first reads as that replica's pin on its next
     lookup; a claim that failed is forgotten there, counted, and the next turn claims again."""
     import asyncio
-    import sqlite3
 
     from quantroute.router.pincommit import PinCommitter
     from quantroute.router.sessions import PinStore
@@ -150,14 +150,9 @@ def test_a_claimed_pin_is_adopted_by_whoever_reads_it_next_without_a_callback(sq
             assert ours.get("s-own", 3600) is own and own.tier == "int4"
             assert (own.stored, own.claim_row) == (None, None)  # no row kept for the pin's lifetime
 
-            other = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
-            other.execute("BEGIN IMMEDIATE")  # the write lock outlasts the claim's 0.3 s
-            try:
+            with WriteLock(sqlite_url.removeprefix("sqlite:///")):  # held past the claim's 0.3 s
                 failed = ours.claim(**_pin_row("s-failed", "int4"))
                 await asyncio.wait([failed.stored], timeout=10)
-            finally:
-                other.execute("COMMIT")
-                other.close()
             assert failed.stored.exception() is not None and "s-failed" in ours.cache
             assert ours.get("s-failed", 3600) is None and "s-failed" not in ours.cache
             assert ours.db_errors == 1
