@@ -177,7 +177,8 @@ def pinned_sessions(engine: Engine, *, limit: int = 2000, now: datetime | None =
     """Live pins with the number of requests each session made under that pin (the log names the pin by its
     key and creation time; index on request_log.pin_created_at) and how many of them took their tier from the
     pin: those that arrived after it was written (the first request, whose score chose the tier, arrived
-    before; the router marks the others `x-quantroute-pinned: true`)."""
+    before; the router marks the others `x-quantroute-pinned: true`). The most recently used first, by expiry
+    (see `list_pins`): the expiry index reads the newest `limit` pins without sorting every live one."""
     now = now or utcnow()
     return _frame(engine, """
         SELECT p.session_key, p.model, p.tier, p.arm, p.deployment, p.policy_version,
@@ -187,7 +188,7 @@ def pinned_sessions(engine: Engine, *, limit: int = 2000, now: datetime | None =
                (SELECT COUNT(*) FROM request_log r WHERE r.pin_created_at = p.created_at
                   AND r.session_key = p.session_key AND r.ts > p.created_at) AS routed_by_pin
         FROM session_pin p WHERE p.expires_at > :now
-        ORDER BY p.last_used DESC LIMIT :n""", now=_ts_param(engine, now), n=int(limit))
+        ORDER BY p.expires_at DESC LIMIT :n""", now=_ts_param(engine, now), n=int(limit))
 
 
 def pin_failures(engine: Engine, *, window_s: float = 3600, now: datetime | None = None) -> pd.DataFrame:

@@ -17,7 +17,8 @@ CANDIDATE, BASELINE = "candidate", "baseline"
 
 def release_candidate_pins(engine: Engine, *, model: str, router=None) -> int:
     """Move `model`'s candidate-arm pins to the baseline arm. `router` is accepted for callers that pass their
-    admin client; it is not needed. Returns how many sessions were released."""
+    admin client; it is not needed. Returns how many sessions were released. Found through the partial index on
+    the model of candidate-arm pins (ix_session_pin_candidate_model)."""
     with db_session(engine) as s:
         rows = list(s.exec(select(SessionPin).where(SessionPin.model == model, SessionPin.arm == CANDIDATE,
                                                     col(SessionPin.deployment).is_(None))))

@@ -56,3 +56,40 @@ def test_0960_names_logged_requests_by_their_live_pin_and_swaps_the_session_key_
         assert "ix_request_log_session_key" in indexes and "ix_request_log_pin_created_at" not in indexes
     finally:
         eng.dispose()
+
+
+def test_0970_keeps_the_pins_and_swaps_their_indexes(db_url):
+    """Upgrading a database with pins (SQLite and PostgreSQL): the pins stay; the model, tier and last-use indexes
+    go and the partial index on candidate-arm pins' model comes; downgrading restores the old set."""
+    from datetime import timedelta
+
+    from alembic import command
+    from sqlalchemy import inspect, text
+
+    from quantroute.clock import utcnow
+    from quantroute.db.engine import make_engine
+    from quantroute.db.schema import alembic_config
+
+    old = {"ix_session_pin_model", "ix_session_pin_tier", "ix_session_pin_last_used", "ix_session_pin_expires_at"}
+    eng = make_engine(db_url)
+    try:
+        command.upgrade(alembic_config(eng), "0960_log_pin_created")
+        now = utcnow()
+        with eng.begin() as c:
+            for key, arm in (("s-base", "baseline"), ("s-cand", "candidate"), ("s-none", None)):
+                c.execute(text("INSERT INTO session_pin (session_key, model, tier, arm, created_at, last_used, "
+                               "expires_at) VALUES (:k, 'm', 'int4', :arm, :t, :t, :e)"),
+                          {"k": key, "arm": arm, "t": now, "e": now + timedelta(hours=1)})
+        assert {ix["name"] for ix in inspect(eng).get_indexes("session_pin")} == old
+
+        command.upgrade(alembic_config(eng), "0970_pin_indexes")
+        assert {ix["name"] for ix in inspect(eng).get_indexes("session_pin")} == \
+            {"ix_session_pin_expires_at", "ix_session_pin_candidate_model"}
+        with eng.connect() as c:
+            kept = dict(c.execute(text("SELECT session_key, arm FROM session_pin")).all())
+        assert kept == {"s-base": "baseline", "s-cand": "candidate", "s-none": None}
+
+        command.downgrade(alembic_config(eng), "0960_log_pin_created")
+        assert {ix["name"] for ix in inspect(eng).get_indexes("session_pin")} == old
+    finally:
+        eng.dispose()
