@@ -111,7 +111,7 @@ def main() -> None:
                 ro.wait_port(p)
             url = {}
             for side, tree in trees.items():
-                db = stack.enter_context(ro.Database(args.db, tmp))
+                db = stack.enter_context(ro.Database(args.db, tmp, tree=tree))
                 imports_from(tree, {"PYTHONPATH": str(tree)} if tree != ro.REPO else {})  # what launch_router sets
                 port, proc = ro.launch_router(db, 1, tmp / "policies", bports, tmp / f"router-{side}.log",
                                               env=side_env[side], tree=tree)

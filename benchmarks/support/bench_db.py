@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
 
 class Database:
-    """A fresh database per router configuration: a SQLite file, or a new schema in the given PostgreSQL."""
+    """A fresh database per router configuration: a SQLite file, or a new schema in the given PostgreSQL.
 
-    def __init__(self, spec: str, tmp: Path) -> None:
+    `tree`: the source tree whose migrations create the schema (router_paired.py runs other revisions from git
+    worktrees, and a router refuses a schema newer or older than its own); None: this process's quantroute."""
+
+    def __init__(self, spec: str, tmp: Path, *, tree: Path | None = None) -> None:
         self.kind = "sqlite" if spec == "sqlite" else "postgres"
-        self.spec, self.tmp = spec, tmp
+        self.spec, self.tmp, self.tree = spec, tmp, tree
         self.url = ""
         self.schema: str | None = None
 
     def __enter__(self) -> Database:
+        self._create()
+        if self.tree is not None:  # that tree's `quantroute db upgrade`, as before its routers start
+            subprocess.run([sys.executable, "-m", "quantroute.cli.main", "db", "upgrade", "--db", self.url],
+                           cwd=self.tree, env={**os.environ, "PYTHONPATH": str(self.tree)}, check=True,
+                           stdout=subprocess.DEVNULL)
+            return self
         from quantroute.db.engine import init_db, make_engine
 
-        self._create()
         eng = make_engine(self.url)  # what `quantroute db upgrade` does before routers start
         init_db(eng)
         eng.dispose()
