@@ -24,11 +24,12 @@ def _pin(key: str, *, arm: str | None, model: str = "m", used_s_ago: float = 0, 
 
 
 def _plan(engine, sql: str, params: dict) -> str:
-    with engine.connect() as c:
+    with engine.begin() as c:
         if engine.dialect.name == "sqlite":
             return " ".join(str(r[-1]) for r in c.execute(text(f"EXPLAIN QUERY PLAN {sql}"), params))
-        # A table this small is scanned whatever indexes it has: ask whether the index can serve the query.
-        c.execute(text("SET enable_seqscan = off"))
+        # A table this small is scanned whatever indexes it has: ask whether the index can serve the query
+        # (SET LOCAL: for this transaction only, not for the pooled connection's later users).
+        c.execute(text("SET LOCAL enable_seqscan = off"))
         return " ".join(r[0] for r in c.execute(text(f"EXPLAIN {sql}"), params))
 
 
