@@ -12,11 +12,11 @@ from sqlmodel import Field, Session, SQLModel, col, delete, select
 from quantroute.clock import aware, utcnow
 from quantroute.db.engine import table_of
 from quantroute.db.processors import bind_processors, result_processors
+from quantroute.db.request_log import CANDIDATE_ARM
 
 # Only pins on a canary's candidate arm are found by model (releasing them when the canary rolls back): a partial
-# index, so the other first turns do not write an entry for it. 'candidate' is the arm the router writes
-# (router.canary.CANDIDATE; the db layer sits below it), and tests/db/test_session_pin.py checks they agree.
-_ON_CANDIDATE = text("arm = 'candidate'")
+# index, so the other first turns do not write an entry for it.
+_ON_CANDIDATE = text(f"arm = '{CANDIDATE_ARM}'")
 
 
 class SessionPin(SQLModel, table=True):

@@ -10,9 +10,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from quantroute.db.engine import session as db_session
+from quantroute.db.request_log import BASELINE_ARM, CANDIDATE_ARM
 from quantroute.db.session_pin import SessionPin
-
-CANDIDATE, BASELINE = "candidate", "baseline"
 
 
 def release_candidate_pins(engine: Engine, *, model: str, router=None) -> int:
@@ -20,10 +19,10 @@ def release_candidate_pins(engine: Engine, *, model: str, router=None) -> int:
     admin client; it is not needed. Returns how many sessions were released. Found through the partial index on
     the model of candidate-arm pins (ix_session_pin_candidate_model)."""
     with db_session(engine) as s:
-        rows = list(s.exec(select(SessionPin).where(SessionPin.model == model, SessionPin.arm == CANDIDATE,
+        rows = list(s.exec(select(SessionPin).where(SessionPin.model == model, SessionPin.arm == CANDIDATE_ARM,
                                                     col(SessionPin.deployment).is_(None))))
         for r in rows:
-            r.arm, r.served_deployment = BASELINE, None
+            r.arm, r.served_deployment = BASELINE_ARM, None
             s.add(r)
         s.commit()
     return len(rows)
