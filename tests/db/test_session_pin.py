@@ -15,12 +15,13 @@ from quantroute.rollout.pins import release_candidate_pins
 from quantroute.router.canary import BASELINE, CANDIDATE
 
 
-def _pin(key: str, *, arm: str | None, model: str = "m", used_s_ago: float = 0, ttl_s: float = 3600,
+def _pin(key: str, *, arm: str | None, model: str = "m", used_s_ago: float = 0,
          deployment: str | None = None) -> SessionPin:
+    """A pin last used `used_s_ago` seconds ago, live for an hour from then."""
     used = utcnow() - timedelta(seconds=used_s_ago)
     return SessionPin(session_key=key, model=model, tier="int4", arm=arm, deployment=deployment,
                       served_deployment="d-old", created_at=used, last_used=used,
-                      expires_at=used + timedelta(seconds=ttl_s))
+                      expires_at=used + timedelta(hours=1))
 
 
 def _plan(engine, sql: str, params: dict) -> str:
@@ -45,10 +46,12 @@ def test_releasing_a_canary_moves_only_its_candidate_pins_and_finds_them_by_the_
     assert got == {"c1": (BASELINE, None), "c2": (BASELINE, None), "b1": (BASELINE, "d-old"),
                    "other-model": (CANDIDATE, "d-old"), "named": (CANDIDATE, "d-old")}
 
-    # The service's statement; the arm is a bound parameter there too, as the partial index must allow
+    # The service's statement; the arm is a bound parameter there too, as the partial index must allow. The
+    # router's own value (router.canary) is bound: the index's arm must be the one the router writes.
     plan = _plan(engine, "SELECT session_key FROM session_pin WHERE model = :model AND arm = :arm "
                          "AND deployment IS NULL", {"model": "m", "arm": CANDIDATE})
     assert "ix_session_pin_candidate_model" in plan
+
 
 def test_live_pins_list_most_recently_used_first_through_the_expiry_index(engine):
     with Session(engine) as s:
