@@ -52,8 +52,7 @@ def nested(depth: int) -> bytes:
 
 HOSTILE = [nested(1000), nested(1023), b'{"model": "llama\\u00003-8b", "messages": []}',
            b'{"model": "' + MODEL.encode() + b'", "messages": [{"role": "user", "content": "a\\u0000b"}]}',
-           b'{"model": "\\ud800", "messages": []}', b"\xff\xfe", b"", b"null", b"[]", b'"x"', b"{" * 5000,
-           b'{"model": "' + MODEL.encode() + b'", "messages": [], "max_tokens": -9223372036854775809}']
+           b'{"model": "\\ud800", "messages": []}', b"\xff\xfe", b"", b"null", b"[]", b'"x"', b"{" * 5000]
 
 
 def _finite(v):
