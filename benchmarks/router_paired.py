@@ -75,12 +75,13 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=20, help="pairs of runs [20]")
     ap.add_argument("--seconds", type=int, default=2, help="length of each wrk run, whole seconds [2]")
     ap.add_argument("--c32", action="store_true", help="also req/s at c=32, paired the same way")
+    ap.add_argument("--workers", type=int, default=1, help="router processes on each side [1]")
     ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for both routers; repeat")
     ap.add_argument("--base-env", action="append", default=[], help="KEY=VALUE for the base router only; repeat")
     ap.add_argument("--head-env", action="append", default=[], help="KEY=VALUE for the head router only; repeat")
     args = ap.parse_args()
-    if args.pairs < 1 or args.seconds < 1:
-        ap.error("--pairs and --seconds must be >= 1")
+    if args.pairs < 1 or args.seconds < 1 or args.workers < 1:
+        ap.error("--pairs, --seconds and --workers must be >= 1")
 
     def pairs_of(option: str, given: list[str]) -> dict[str, str]:
         out = {}
@@ -113,7 +114,7 @@ def main() -> None:
             for side, tree in trees.items():
                 db = stack.enter_context(ro.Database(args.db, tmp, tree=tree))
                 imports_from(tree, {"PYTHONPATH": str(tree)} if tree != ro.REPO else {})  # what launch_router sets
-                port, proc = ro.launch_router(db, 1, tmp / "policies", bports, tmp / f"router-{side}.log",
+                port, proc = ro.launch_router(db, args.workers, tmp / "policies", bports, tmp / f"router-{side}.log",
                                               env=side_env[side], tree=tree)
                 stack.callback(ro.stop, proc)
                 url[side] = f"http://127.0.0.1:{port}/v1/chat/completions"
@@ -149,8 +150,8 @@ def measure(args: argparse.Namespace, tmp: Path, url: dict[str, str]) -> None:
         print(f"pair {i + 1}/{args.pairs}: p50 at c=1 base {p50['base'][-1]:.3f} ms, head {p50['head'][-1]:.3f} ms",
               flush=True)
     print(f"\n{args.base} (base) against {args.head or 'the working tree'} (head); {args.db.split('@')[-1]}, "
-          f"sessions {args.sessions}, {args.pairs} pairs of {args.seconds:g} s; errors+timeouts "
-          f"base {errors['base']}, head {errors['head']}")
+          f"sessions {args.sessions}, {args.workers} worker(s) a side, {args.pairs} pairs of {args.seconds:g} s; "
+          f"errors+timeouts base {errors['base']}, head {errors['head']}")
     for side in ("base", "head"):
         if given := getattr(args, f"{side}_env"):
             print(f"{side} alone: {' '.join(given)}")
