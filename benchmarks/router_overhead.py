@@ -49,6 +49,8 @@ from support.wrk import SESSION_MODES, lua_script, run_wrk
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 PY = sys.executable
+# Router logs of runs that had errors or timeouts, kept after the run's scratch folder is removed
+KEPT_LOGS = Path(tempfile.gettempdir()) / "qr-bench-logs"
 # The shipped policy scores this request (creative, temperature 0.8) to int4; fp16 is there for escalation.
 BACKENDS = (("llama3-8b-awq-w4a16", "int4", "int4"), ("llama3-8b-fp16", "fp16", "bf16"))
 
@@ -209,12 +211,14 @@ def run_router(bench: Bench, bports: list[int], db: Database, workers: int, mode
                policies: Path, *, async_pins: bool = False) -> list[dict]:
     """Start one router (fresh DB), register the backends, measure every session mode, stop it. `async_pins`:
     the router runs with `pin_synchronous_commit` off (PostgreSQL: pins commit without waiting for the flush)."""
-    rport, proc = launch_router(db, workers, policies, bports, bench.tmp / "router.log",
+    label = router_label(db, workers, async_pins)
+    log = bench.tmp / f"router-{label.replace(' ', '-')}-{time.strftime('%H%M%S')}.log"
+    rport, proc = launch_router(db, workers, policies, bports, log,
                                 env={"QUANTROUTE_ROUTER_PIN_SYNCHRONOUS_COMMIT": "false" if async_pins else "true"})
+    rows: list[dict] = []
     try:
         time.sleep(1.0)
         bench.profiled = proc
-        label = router_label(db, workers, async_pins)
         rows = [bench.measure(label, rport, mode=m, pid=proc.pid, db=db.kind, workers=workers) for m in modes]
         logged, pins = db.counts()
         for r in rows:
@@ -223,6 +227,13 @@ def run_router(bench: Bench, bports: list[int], db: Database, workers: int, mode
     finally:
         bench.profiled = None
         stop(proc)
+        if any(r["errors"] or r["timeouts"] for r in rows):
+            # the scratch folder goes at the end of the run: keep what the router said about its failures
+            kept = KEPT_LOGS / log.name
+            KEPT_LOGS.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, kept)
+            for r in rows:
+                r["kept_log"] = str(kept)
 
 
 def register(rport: int, bport: int, deployment: str, tier: str, fmt: str) -> None:
@@ -344,13 +355,14 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
     if pin_rows:
         print("pins at c=32 (one worker, from its /metrics): pins a batch, a batch's mean claim time (timed in "
               "the router: the database and the loop's delay in reading its answer), share of requests whose ready "
-              "answer waited for its session's pin, mean wait of those")
+              "answer waited for its session's pin, mean wait of those, answers that waited over 1 s (all rounds)")
         for label, mode, rows in pin_rows:
             rs = [r for r in rows if "pins_per_batch" in r]
             print(f"{label:<30}{mode:<9}{statistics.median(r['pins_per_batch'] for r in rs):>8.1f} pins/batch "
                   f"{statistics.median(r['commit_ms'] for r in rs):>7.3f} ms a batch "
                   f"{statistics.median(r['waited_share'] for r in rs) * 100:>5.0f} % waited "
-                  f"{statistics.median(r['wait_ms'] for r in rs):>7.3f} ms")
+                  f"{statistics.median(r['wait_ms'] for r in rs):>7.3f} ms "
+                  f"{sum(r.get('slow_waits', 0) for r in rs):>5.0f} over 1 s")
     gc_rows = [(label, mode, [r for r in rows if "gc0_per_k" in r]) for (label, mode), rows in groups.items()
                if any("gc0_per_k" in r for r in rows)]
     if gc_rows:
@@ -371,6 +383,8 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
           "request at c=32. pins: session_pin rows the last round's router left.")
     print("targets (issue #13): new sessions within 1.3x of none; >= 3,500 req/s@32; +p50 <= 0.35 ms; "
           "p99 <= 2 ms at c=1; no timeouts")
+    for kept in sorted({r["kept_log"] for r in results if "kept_log" in r}):
+        print(f"kept: the log of a router whose runs had errors or timeouts: {kept}")
 
 
 def report_floors(floors: list[dict], by_round: dict[tuple, dict]) -> None:
