@@ -43,7 +43,7 @@ from quantroute.ports import free_port
 from support.bench_db import Database
 from support.claim_floor import claim_floor
 from support.peers import stop
-from support.router_counters import gc_figures, pin_figures, router_counters
+from support.router_counters import SLOW_WAIT_S, gc_figures, pin_figures, router_counters
 from support.wrk import SESSION_MODES, lua_script, run_wrk
 
 HERE = Path(__file__).resolve().parent
@@ -355,14 +355,15 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
     if pin_rows:
         print("pins at c=32 (one worker, from its /metrics): pins a batch, a batch's mean claim time (timed in "
               "the router: the database and the loop's delay in reading its answer), share of requests whose ready "
-              "answer waited for its session's pin, mean wait of those, answers that waited over 1 s (all rounds)")
+              f"answer waited for its session's pin, mean wait of those, answers that waited over {SLOW_WAIT_S:g} s "
+              "(all rounds)")
         for label, mode, rows in pin_rows:
             rs = [r for r in rows if "pins_per_batch" in r]
             print(f"{label:<30}{mode:<9}{statistics.median(r['pins_per_batch'] for r in rs):>8.1f} pins/batch "
                   f"{statistics.median(r['commit_ms'] for r in rs):>7.3f} ms a batch "
                   f"{statistics.median(r['waited_share'] for r in rs) * 100:>5.0f} % waited "
                   f"{statistics.median(r['wait_ms'] for r in rs):>7.3f} ms "
-                  f"{sum(r.get('slow_waits', 0) for r in rs):>5.0f} over 1 s")
+                  f"{sum(r.get('slow_waits', 0) for r in rs):>5.0f} over {SLOW_WAIT_S:g} s")
     gc_rows = [(label, mode, [r for r in rows if "gc0_per_k" in r]) for (label, mode), rows in groups.items()
                if any("gc0_per_k" in r for r in rows)]
     if gc_rows:
