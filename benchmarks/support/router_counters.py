@@ -43,12 +43,15 @@ def gc_figures(before: dict[str, float], after: dict[str, float], requests: int)
 def pin_figures(before: dict[str, float], after: dict[str, float], requests: int) -> dict[str, float]:
     """Over a run of `requests` between two readings: pins a batch, a batch's mean claim time (timed in the
     router), the share of requests whose ready answer waited for a pin (with a fixed session, the turns that
-    arrived while its one pin was being stored), their mean wait, and how many waited longer than SLOW_WAIT_S;
-    nothing when the run claimed no pin."""
+    arrived while its one pin was being stored) and their mean wait; nothing when the run claimed no pin."""
     d = {k: after[k] - before[k] for k in after}
     if not d["claimed"]:
         return {}
     return {"pins_per_batch": d["claimed"] / max(d["batches"], 1),
             "commit_ms": d["commit_s"] / max(d["batches"], 1) * 1000, "waited_share": d["waited"] / max(requests, 1),
-            "wait_ms": d["wait_s"] / d["waited"] * 1000 if d["waited"] else 0.0,
-            "slow_waits": d["waited"] - d["waited_in_time"]}
+            "wait_ms": d["wait_s"] / d["waited"] * 1000 if d["waited"] else 0.0}
+
+
+def slow_waits(before: dict[str, float], after: dict[str, float]) -> float:
+    """Answers that waited longer than SLOW_WAIT_S for their pin between two readings."""
+    return (after["waited"] - after["waited_in_time"]) - (before["waited"] - before["waited_in_time"])
