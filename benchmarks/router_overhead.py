@@ -220,6 +220,7 @@ def run_router(bench: Bench, bports: list[int], db: Database, workers: int, mode
     rport, proc = launch_router(db, workers, policies, bports, log,
                                 env={"QUANTROUTE_ROUTER_PIN_SYNCHRONOUS_COMMIT": "false" if async_pins else "true"})
     rows: list[dict] = []
+    clean = False  # stays False when a measurement raised (the router died, wrk failed): that log matters most
     try:
         time.sleep(1.0)
         bench.profiled = proc
@@ -227,15 +228,18 @@ def run_router(bench: Bench, bports: list[int], db: Database, workers: int, mode
         logged, pins = db.counts()
         for r in rows:
             r["logged"], r["pins"] = logged, pins
+        clean = not any(r["errors"] or r["timeouts"] for r in rows)
         return rows
     finally:
         bench.profiled = None
         stop(proc)
-        if any(r["errors"] or r["timeouts"] for r in rows):
+        if not clean:
             # the scratch folder goes at the end of the run: keep what the router said about its failures
             kept = KEPT_LOGS / log.name
             KEPT_LOGS.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(log, kept)
+            if not rows:  # a measurement raised: no report will name the log
+                print(f"kept: the log of {label}, whose measurement failed: {kept}", flush=True)
             for r in rows:
                 r["kept_log"] = str(kept)
 
