@@ -27,7 +27,10 @@ class RealNode(BaseModel):
     model_dir: str = Field(min_length=1, description="Artifact directory, relative to the fleet file's base dir")
     port: int = Field(default=0, ge=0, le=65535, description="0 picks a free port at start")
     max_num_seqs: int = Field(default=4, ge=1)
-    omp_threads_bind: str = Field(default="0", description="VLLM_CPU_OMP_THREADS_BIND: cores of the worker")
+    omp_threads_bind: str | None = Field(
+        default=None, min_length=1,
+        description="VLLM_CPU_OMP_THREADS_BIND: the worker's cores ('0', '0-3', 'nobind'); unset: one core a node, "
+                    "the host's cores taken in turn (see worker_cores)")
 
 
 class RealFleet(BaseModel):
@@ -44,6 +47,26 @@ class RealFleet(BaseModel):
 
     def model_dir(self, node: RealNode) -> Path:
         return Path(self.base_dir) / node.model_dir
+
+
+def worker_cores(nodes: list[RealNode], cores: list[int]) -> list[str]:
+    """Each node's VLLM_CPU_OMP_THREADS_BIND: its own setting, or else the next of `cores` in turn.
+
+    vLLM's CPU worker pins itself (libgomp's affinity, set as torch loads) to the cores it is given, from its
+    imports on. One core a worker leaves the API servers the rest, so /health answers while a model runs; the
+    same core for every node, as before, put all of a fleet's workers on core 0: four workers starting on 2 cores
+    took 101-109 s to be ready where one alone takes 29 s, the other core mostly idle, and every tier's
+    generation then shared that one core."""
+    if not cores:
+        raise ValueError("cores: no CPU to bind a worker to")
+    out, turn = [], 0
+    for n in nodes:
+        if n.omp_threads_bind:
+            out.append(n.omp_threads_bind)
+        else:
+            out.append(str(cores[turn % len(cores)]))
+            turn += 1
+    return out
 
 
 def _loc(loc: tuple) -> str:

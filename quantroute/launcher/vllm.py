@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from quantroute.launcher.spec import RealFleet, RealNode
+from quantroute.launcher.spec import RealFleet, RealNode, worker_cores
 from quantroute.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +63,8 @@ def serve_command(python: Path, fleet: RealFleet, node: RealNode, port: int) -> 
                 ["--enforce-eager"] if fleet.enforce_eager else [])
 
 
-def start_node(python: Path, fleet: RealFleet, node: RealNode, log_dir: Path) -> RunningNode:
+def start_node(python: Path, fleet: RealFleet, node: RealNode, log_dir: Path, *, cores: str) -> RunningNode:
+    """One server of `node`; `cores` is its worker's VLLM_CPU_OMP_THREADS_BIND (see spec.worker_cores)."""
     model_dir = fleet.model_dir(node)
     if not (model_dir / "config.json").is_file():
         raise LaunchError(f"nodes[{node.id}].model_dir: {model_dir} has no config.json; build or quantize it first "
@@ -72,7 +73,7 @@ def start_node(python: Path, fleet: RealFleet, node: RealNode, log_dir: Path) ->
     log = log_dir / f"vllm-{node.id}.log"
     env = os.environ | {"VLLM_CPU_KVCACHE_SPACE": str(fleet.kv_cache_gb),
                         # the worker's OpenMP threads on these cores: the API server keeps the others
-                        "VLLM_CPU_OMP_THREADS_BIND": node.omp_threads_bind}
+                        "VLLM_CPU_OMP_THREADS_BIND": cores}
     with log.open("wb") as out:
         proc = subprocess.Popen(serve_command(python, fleet, node, port), stdout=out, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=True)
@@ -159,9 +160,10 @@ def running_fleet(fleet: RealFleet, *, python: Path, log_dir: Path, timeout_s: f
     log_dir.mkdir(parents=True, exist_ok=True)
     nodes: list[RunningNode] = []
     try:
-        for node in fleet.nodes:
-            nodes.append(start_node(python, fleet, node, log_dir))
-            progress(nodes[-1], f"starting on {nodes[-1].url} (log {nodes[-1].log})")
+        binds = worker_cores(fleet.nodes, sorted(os.sched_getaffinity(0)))
+        for node, cores in zip(fleet.nodes, binds, strict=True):
+            nodes.append(start_node(python, fleet, node, log_dir, cores=cores))
+            progress(nodes[-1], f"starting on {nodes[-1].url}, worker on core(s) {cores} (log {nodes[-1].log})")
         wait_ready(nodes, timeout_s=timeout_s, progress=progress)
         yield nodes
     finally:

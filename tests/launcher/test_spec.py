@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from quantroute.launcher.spec import RealFleetError, load_real_fleet, parse_real_fleet
+from quantroute.launcher.spec import RealFleetError, load_real_fleet, parse_real_fleet, worker_cores
 from quantroute.launcher.vllm import serve_command
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,3 +47,22 @@ def test_the_deployment_id_is_the_first_served_name():
     i = cmd.index("--served-model-name")
     assert cmd[i + 1: i + 3] == ["tiny-skills-rtn-w4a8", "tiny-skills"]
     assert cmd[cmd.index("--port") + 1] == "8123" and cmd[cmd.index("--max-model-len") + 1] == "512"
+
+
+def test_workers_take_the_cores_in_turn_unless_a_node_names_its_own():
+    fleet = parse_real_fleet("""
+model: m
+nodes:
+  - {id: a, deployment: d1, model_dir: x}
+  - {id: b, deployment: d2, model_dir: y}
+  - {id: c, deployment: d3, model_dir: z, omp_threads_bind: "2-3"}
+  - {id: d, deployment: d4, model_dir: w}
+""")
+    # One core a worker, spread: on one core for all, a fleet's workers started (and generated) in turn.
+    assert worker_cores(fleet.nodes, [0, 1]) == ["0", "1", "2-3", "0"]
+    assert worker_cores(fleet.nodes, [4, 6, 7]) == ["4", "6", "2-3", "7"]  # a named one takes no turn
+    assert worker_cores(fleet.nodes[:1], [0, 1]) == ["0"]  # one server: its worker on the first core, as before
+    with pytest.raises(ValueError, match="cores: no CPU"):
+        worker_cores(fleet.nodes, [])
+    with pytest.raises(RealFleetError, match=r"nodes\[0\]\.omp_threads_bind: String should have at least 1"):
+        parse_real_fleet('model: m\nnodes: [{id: a, deployment: d, model_dir: x, omp_threads_bind: ""}]')

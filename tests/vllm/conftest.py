@@ -76,7 +76,10 @@ def start_vllm(log_dir: Path, deployment: str = DEPLOYMENT, model: str = MODEL) 
     }
     cmd = [python, str(REPO / "scripts" / "vllm_cli.py"), "serve", str(model_dir),
            "--served-model-name", deployment, model, "--host", "127.0.0.1", "--port", str(port),
-           "--max-model-len", "512", "--max-num-seqs", "2", "--disable-uvicorn-access-log"]
+           "--max-model-len", "512", "--max-num-seqs", "2", "--disable-uvicorn-access-log",
+           # No torch.compile warm-up, as the launcher's fleets (RealFleet.enforce_eager): on this 2-core kind of
+           # machine a cold start took 65 s with it and 29 s without, and the suite starts this model twice.
+           "--enforce-eager"]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
