@@ -153,6 +153,13 @@ def stop_nodes(nodes: list[RunningNode], *, grace_s: float = 20) -> None:
             n.proc.wait(10)
 
 
+def usable_cores() -> list[int]:
+    """The cores this process may run on (its affinity, e.g. a container's cpuset), or every core where the OS
+    has no affinity call (macOS)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return sorted(affinity(0)) if affinity else list(range(os.cpu_count() or 1))
+
+
 @contextlib.contextmanager
 def running_fleet(fleet: RealFleet, *, python: Path, log_dir: Path, timeout_s: float = START_TIMEOUT_S,
                   progress: Callable[[RunningNode, str], None] = lambda n, s: None) -> Iterator[list[RunningNode]]:
@@ -160,7 +167,7 @@ def running_fleet(fleet: RealFleet, *, python: Path, log_dir: Path, timeout_s: f
     log_dir.mkdir(parents=True, exist_ok=True)
     nodes: list[RunningNode] = []
     try:
-        binds = worker_cores(fleet.nodes, sorted(os.sched_getaffinity(0)))
+        binds = worker_cores(fleet.nodes, usable_cores())
         for node, cores in zip(fleet.nodes, binds, strict=True):
             nodes.append(start_node(python, fleet, node, log_dir, cores=cores))
             progress(nodes[-1], f"starting on {nodes[-1].url}, worker on core(s) {cores} (log {nodes[-1].log})")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from quantroute.launcher.spec import RealFleetError, load_real_fleet, parse_real_fleet, worker_cores
-from quantroute.launcher.vllm import serve_command
+from quantroute.launcher.vllm import serve_command, usable_cores
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -66,3 +67,10 @@ nodes:
         worker_cores(fleet.nodes, [])
     with pytest.raises(RealFleetError, match=r"nodes\[0\]\.omp_threads_bind: String should have at least 1"):
         parse_real_fleet('model: m\nnodes: [{id: a, deployment: d, model_dir: x, omp_threads_bind: ""}]')
+
+
+def test_usable_cores_are_this_process_affinity(monkeypatch):
+    assert usable_cores() == sorted(os.sched_getaffinity(0))
+    monkeypatch.delattr(os, "sched_getaffinity")  # macOS has no affinity call: every core
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    assert usable_cores() == [0, 1, 2]
