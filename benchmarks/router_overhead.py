@@ -220,7 +220,9 @@ def run_router(bench: Bench, bports: list[int], db: Database, workers: int, mode
     rport, proc = launch_router(db, workers, policies, bports, log,
                                 env={"QUANTROUTE_ROUTER_PIN_SYNCHRONOUS_COMMIT": "false" if async_pins else "true"})
     rows: list[dict] = []
-    clean = False  # stays False when a measurement raised (the router died, wrk failed): that log matters most
+    # "raised" until every mode is measured and counted (the router died, wrk or the database failed): the log
+    # that matters most, and no report will name it
+    outcome = "raised"
     try:
         time.sleep(1.0)
         bench.profiled = proc
@@ -228,17 +230,17 @@ def run_router(bench: Bench, bports: list[int], db: Database, workers: int, mode
         logged, pins = db.counts()
         for r in rows:
             r["logged"], r["pins"] = logged, pins
-        clean = not any(r["errors"] or r["timeouts"] for r in rows)
+        outcome = "errors" if any(r["errors"] or r["timeouts"] for r in rows) else "clean"
         return rows
     finally:
         bench.profiled = None
         stop(proc)
-        if not clean:
+        if outcome != "clean":
             # the scratch folder goes at the end of the run: keep what the router said about its failures
             kept = KEPT_LOGS / log.name
             KEPT_LOGS.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(log, kept)
-            if not rows:  # a measurement raised: no report will name the log
+            if outcome == "raised":
                 print(f"kept: the log of {label}, whose measurement failed: {kept}", flush=True)
             for r in rows:
                 r["kept_log"] = str(kept)
