@@ -137,7 +137,7 @@ class Bench:
         url = f"http://127.0.0.1:{port}{path}"
         run_wrk(url, lua_script(self.tmp, self.body, mode), 8, 1)  # warm-up: connections, caches, pins
         # slow pin waits are counted over both runs, as errors and timeouts are; the other figures at c=32 only
-        start = router_counters(port) if tags.get("workers") == 1 else None
+        start = router_counters(port) if tags.get("workers") else None
         c1 = run_wrk(url, lua_script(self.tmp, self.body, mode), 1, self.seconds)
         spy = self._profile(f"{label}-{mode}".replace(" ", "_"))
         cpu0 = cpu_seconds(pid)
@@ -363,7 +363,7 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
     pin_rows = [(label, mode, rows) for (label, mode), rows in groups.items()
                 if any("pins_per_batch" in r for r in rows)]
     if pin_rows:
-        print("pins at c=32 (one worker, from its /metrics): pins a batch, a batch's mean claim time (timed in "
+        print("pins at c=32 (all workers, from /metrics): pins a batch, a batch's mean claim time (timed in "
               "the router: the database and the loop's delay in reading its answer), share of requests whose ready "
               f"answer waited for its session's pin, mean wait of those; answers that waited over {SLOW_WAIT_S:g} s "
               "at c=1 and c=32, all rounds (a client timeout is 2 s)")
@@ -377,8 +377,8 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
     gc_rows = [(label, mode, [r for r in rows if "gc0_per_k" in r]) for (label, mode), rows in groups.items()
                if any("gc0_per_k" in r for r in rows)]
     if gc_rows:
-        print("cyclic GC at c=32 (one worker, from its /metrics): collections of the young, middle and oldest "
-              "generation per 1,000 requests")
+        print("cyclic GC at c=32 (all workers' collections added, from /metrics): collections of the young, middle "
+              "and oldest generation per 1,000 requests")
         for label, mode, rs in gc_rows:
             print(f"{label:<30}{mode:<9}" + "".join(f"{statistics.median(r[f'gc{g}_per_k'] for r in rs):>8.2f}"
                                                    for g in "012"))

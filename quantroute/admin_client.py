@@ -12,6 +12,8 @@ from urllib.parse import quote
 
 import httpx
 
+from quantroute.node import merge_node_views
+
 
 class RouterUnavailable(Exception):
     """A replica's admin API could not be reached or refused the request; the message says which and why."""
@@ -53,16 +55,9 @@ class RouterAdmin:
         return {**views[0], "replicas": {url: v.get("version") for url, v in zip(self.urls, views)}}
 
     def nodes(self) -> list[dict[str, Any]]:
-        """Nodes by key; healthy only where every replica's probes find it healthy, in-flight summed over the
-        replicas (each counts only what it sent), the scraped figures (waiting, KV use) from the last one."""
-        out: dict[str, dict[str, Any]] = {}
-        for view in self._each("/admin/nodes"):
-            for n in view["nodes"]:
-                prev = out.get(n["key"])
-                out[n["key"]] = n if prev is None else {
-                    **n, "healthy": bool(prev["healthy"] and n["healthy"]),
-                    "inflight": prev.get("inflight", 0) + n.get("inflight", 0)}
-        return list(out.values())
+        """Nodes by key, every replica's view merged (`merge_node_views`): healthy only where all find it so,
+        in-flight summed."""
+        return merge_node_views([view["nodes"] for view in self._each("/admin/nodes")])
 
     def sessions(self) -> list[dict[str, Any]]:
         """Live pins by session key (replicas sharing a database list the same rows)."""

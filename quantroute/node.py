@@ -41,3 +41,17 @@ class NodeIdentity(BaseModel):
     def base_url(self) -> str:
         """The URL as the router uses it: no trailing slash."""
         return str(self.url).rstrip("/")
+
+
+def merge_node_views(views: list[list[dict]]) -> list[dict]:
+    """Several routers' views of the nodes (replicas, or the workers of one replica) as one, by key: healthy
+    only where every view finds it healthy, in-flight counts summed (each router counts only what it sent), the
+    scraped figures (waiting, KV use) from the last view."""
+    out: dict[str, dict] = {}
+    for view in views:
+        for n in view:
+            prev = out.get(n["key"])
+            out[n["key"]] = n if prev is None else {
+                **n, "healthy": bool(prev["healthy"] and n["healthy"]),
+                **{k: prev.get(k, 0) + n.get(k, 0) for k in ("inflight", "shadow_inflight") if k in prev or k in n}}
+    return list(out.values())

@@ -3,8 +3,8 @@
 (`quantroute_pin_commit_seconds`: the database's work and the event loop's delay in reading its answer),
 answers that waited for their pin and how long (`quantroute_pin_wait_seconds`; those that waited longer than its
 top finite bucket, a second: a pin that took that long explains a client's timeout), and the cyclic GC's collections
-per generation (`python_gc_collections_total`). A scrape reaches one worker, so the figures mean something with
-one worker only."""
+per generation (`python_gc_collections_total`). With several workers one scrape carries every worker's series
+(label `worker`), summed here."""
 
 from __future__ import annotations
 
@@ -27,11 +27,14 @@ def router_counters(port: int) -> dict[str, float]:
     for family in text_string_to_metric_families(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text):
         for s in family.samples:
             if s.name in SAMPLES:
-                found[SAMPLES[s.name]] = s.value
+                found[SAMPLES[s.name]] += s.value
             elif s.name == WAIT_BUCKET and float(s.labels["le"]) == SLOW_WAIT_S:
-                found["waited_in_time"] = s.value
+                found["waited_in_time"] += s.value
             elif s.name == "python_gc_collections_total":
-                found[f"gc{s.labels['generation']}"] = s.value
+                found[f"gc{s.labels['generation']}"] += s.value
+            elif s.name == "quantroute_router_worker_up" and s.value != 1:
+                raise RuntimeError(f"worker {s.labels['worker']} of the router on port {port} did not answer a "
+                                   "scrape: the summed counters would miss its share")
     return found
 
 

@@ -86,7 +86,7 @@ def router(no_db: bool, **opts) -> None:
 
     from quantroute.db.schema import SchemaMismatchError
     from quantroute.logs import configure_logging
-    from quantroute.router.workers import WorkersNeedDatabase, serve
+    from quantroute.router.workers import WorkersNeedDatabase, WorkersNeedRuntimeDir, serve
 
     settings = settings_from(opts)
     if settings.fleet_file is not None and not settings.fleet_file.is_file():
@@ -100,7 +100,7 @@ def router(no_db: bool, **opts) -> None:
         click.echo(started, err=True)
     try:
         serve(settings, workers=settings.workers, use_db=not no_db, log_level=settings.log_level.lower())
-    except WorkersNeedDatabase as e:
+    except (WorkersNeedDatabase, WorkersNeedRuntimeDir) as e:
         raise click.UsageError(str(e)) from None
     except SchemaMismatchError as e:
         raise click.ClickException(str(e)) from None

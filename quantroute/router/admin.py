@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 from collections.abc import Awaitable, Callable
 from urllib.parse import unquote
 
@@ -18,12 +19,16 @@ from quantroute.catalog import speed_for
 from quantroute.db.audit import record
 from quantroute.db.engine import session as db_session
 from quantroute.db.node import NodeRow, upsert_node
-from quantroute.node import NodeIdentity
-from quantroute.router.errors import BadRequest, MethodNotAllowed, RouterError, Unauthorized
+from quantroute.node import NodeIdentity, merge_node_views
+from quantroute.router.errors import BadRequest, MethodNotAllowed, RouterError, Unauthorized, WorkersUnreachable
+from quantroute.router.metrics import merge_worker_metrics
 from quantroute.router.nodes import Node, NodePool
+from quantroute.router.peers import WorkerPeers
 from quantroute.router.reload import PolicyHolder
 from quantroute.router.responses import send_bytes, send_json
 from quantroute.router.sessions import PinStore
+
+log = logging.getLogger(__name__)
 
 METRICS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 
@@ -37,7 +42,7 @@ class NotFoundPath(RouterError):
 class AdminApi:
     def __init__(self, *, token: str | None, holder: PolicyHolder, pool: NodePool, pins: PinStore,
                  engine: Engine | None, render_metrics: Callable[[], bytes],
-                 read_body: Callable[..., Awaitable[bytes]]) -> None:
+                 read_body: Callable[..., Awaitable[bytes]], peers: WorkerPeers | None = None) -> None:
         self.token = token
         self.holder = holder
         self.pool = pool
@@ -45,6 +50,65 @@ class AdminApi:
         self.engine = engine
         self.render_metrics = render_metrics
         self.read_body = read_body
+        # the other workers behind this port (`--workers N`): what one worker answers covers them all
+        self.peers = peers
+
+    # -- what the other workers answer (see peers.py) -----------------------------------------------------------
+    def peer_handlers(self, refresh_nodes: Callable[[], Awaitable[object]]) -> dict:
+        async def metrics(_: dict) -> bytes:
+            return self.render_metrics()
+
+        async def nodes(_: dict) -> bytes:
+            return orjson.dumps([n.view() for n in self.pool.nodes.values()])
+
+        async def unpin(ask: dict) -> bytes:  # the asking worker deleted the row; only our cache is left
+            return b"1" if self.pins.forget(ask["key"]) else b"0"
+
+        async def node_changed(_: dict) -> bytes:
+            await refresh_nodes()
+            return b""
+
+        return {"metrics": metrics, "nodes": nodes, "unpin": unpin, "node-changed": node_changed}
+
+    async def metrics_body(self) -> bytes:
+        own = self.render_metrics()
+        if self.peers is None:
+            return own
+        replies = await self.peers.ask("metrics")
+        answered = [(r.worker, r.body) for r in replies if r.body is not None]
+        return merge_worker_metrics([(self.peers.worker or "?", own), *answered],
+                                    [r.worker for r in replies if r.body is None])
+
+    async def node_views(self) -> list[dict]:
+        own = [n.view() for n in self.pool.nodes.values()]
+        if self.peers is None:
+            return own
+        replies = await self.peers.ask("nodes")
+        if failed := [r for r in replies if r.body is None]:
+            raise WorkersUnreachable("the node list needs every worker's in-flight counts; " + _who(failed))
+        return merge_node_views([own, *(orjson.loads(r.body) for r in replies if r.body is not None)])
+
+    async def unpin(self, key: str) -> bool:
+        found = await self.pins.delete(key)
+        if self.peers is None:
+            return found
+        replies = await self.peers.ask("unpin", key=key)
+        if failed := [r for r in replies if r.body is None]:
+            raise WorkersUnreachable(f"session {key!r} was unpinned in the database and in the caches of workers "
+                                     f"{', '.join([self.peers.worker or '?', *(r.worker for r in replies if r.body)])}"
+                                     f"; {_who(failed)}: a cached pin there lives until it expires, so retry the "
+                                     "unpin")
+        return found or any(r.body == b"1" for r in replies)
+
+    async def nodes_changed(self) -> None:
+        """Tell the other workers a node row changed, so they stop sending to a drained or removed node now
+        rather than at their next refresh. Best effort: the refresh catches up anyway."""
+        if self.peers is None:
+            return
+        for r in await self.peers.ask("node-changed"):
+            if r.body is None:
+                log.warning("worker %s did not pick up a node change (%s); its next node refresh will", r.worker,
+                            r.error)
 
     async def dispatch(self, scope, receive, send) -> None:
         path, method = scope["path"], scope["method"]
@@ -60,7 +124,7 @@ class AdminApi:
         if path == "/v1/models":
             return await send_json(send, 200, models_payload(self.holder))
         if path == "/metrics":
-            return await send_bytes(send, 200, self.render_metrics(), METRICS_TYPE)
+            return await send_bytes(send, 200, await self.metrics_body(), METRICS_TYPE)
         if not path.startswith("/admin/"):
             raise NotFoundPath(f"no route {method} {path}")
         check_token(self.token, scope)
@@ -68,7 +132,7 @@ class AdminApi:
             return await send_json(send, 200, self.holder.view())
         if path == "/admin/nodes":
             if method == "GET":
-                return await send_json(send, 200, {"nodes": [n.view() for n in self.pool.nodes.values()]})
+                return await send_json(send, 200, {"nodes": await self.node_views()})
             if method == "POST":
                 reg = parse_registration(await self.read_body(scope, receive))
                 node = await self.register_node(reg, actor=actor_of(scope))
@@ -80,7 +144,7 @@ class AdminApi:
             return await send_json(send, 200, {"sessions": await self.pins.list()})
         if path.startswith("/admin/sessions/") and method == "DELETE":
             key = unquote(path[len("/admin/sessions/"):])
-            found = await self.pins.delete(key)
+            found = await self.unpin(key)
             return await send_json(send, 200 if found else 404, {"session_key": key, "unpinned": found})
         raise NotFoundPath(f"no admin route {method} {path}")
 
@@ -120,12 +184,17 @@ class AdminApi:
     async def _mark(self, node: Node, state: str, actor: str) -> None:
         if self.engine is not None:
             await asyncio.to_thread(_persist, self.engine, node, actor, state)
+            await self.nodes_changed()
 
 
 def actor_of(scope) -> str:
     """Who the audit log names: the admin API, and the person behind the call when a client says so."""
     who = next((v for k, v in scope["headers"] if k == b"x-quantroute-actor"), b"").decode("latin-1")[:100]
     return f"admin-api:{who}" if who else "admin-api"
+
+
+def _who(failed) -> str:
+    return "; ".join(f"worker {r.worker} did not answer ({r.error})" for r in failed)
 
 
 def readiness_problems(holder: PolicyHolder, pool: NodePool) -> list[str]:

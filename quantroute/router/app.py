@@ -25,6 +25,7 @@ from quantroute.router.errors import BadRequest, BodyTooLarge, MethodNotAllowed,
 from quantroute.router.metrics import RouterMetrics
 from quantroute.router.node_sync import NodeSync, load_nodes
 from quantroute.router.nodes import Node, NodePool, probe_loop
+from quantroute.router.peers import WorkerPeers
 from quantroute.router.pincommit import PinCommitter
 from quantroute.router.privacy import PendingReplay
 from quantroute.router.proxy import Forwarder, ForwardResult
@@ -46,8 +47,9 @@ COMPLETION_PATHS = {"/v1/chat/completions": "chat", "/v1/completions": "completi
 
 class Router:
     def __init__(self, settings: RouterSettings, *, transport: httpx.AsyncBaseTransport | None = None,
-                 engine=None, own_process: bool = False) -> None:
+                 engine=None, own_process: bool = False, peers: WorkerPeers | None = None) -> None:
         self.settings = settings
+        self.peers = peers  # the other workers behind this port, when there are any (`--workers N`)
         self.own_process = own_process  # the process serves this app alone: tune its GC after startup
         self.transport = transport
         self.engine = engine
@@ -82,7 +84,7 @@ class Router:
         self._boot = os.urandom(4).hex()
         self.admin = AdminApi(token=settings.admin_token, holder=self.holder, pool=self.fleet, pins=self.pins,
                               engine=engine, render_metrics=lambda: self.metrics.render(self.fleet, self.writer),
-                              read_body=self.read_body)
+                              read_body=self.read_body, peers=peers)
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -124,10 +126,15 @@ class Router:
             if s.log_retention_days is not None:
                 spawn("log-retention", lambda: retention_loop(self.engine, max_age=timedelta(days=s.log_retention_days),
                                                               interval_s=s.log_retention_interval_s))
+        if self.peers is not None:
+            worker = await self.peers.start(self.admin.peer_handlers(self.node_sync.refresh))
+            log.info("worker %s of this router (pid %d)", worker, os.getpid())
         if self.own_process:
             freeze_startup_heap()
 
     async def shutdown(self) -> None:
+        if self.peers is not None:
+            await self.peers.close()
         if self.pin_committer is not None:  # pins claimed by requests still finishing get stored first
             await self.pin_committer.drain(timeout_s=2)
         for t in self._tasks:
@@ -407,12 +414,13 @@ def freeze_startup_heap() -> None:
 
 
 def create_app(settings: RouterSettings, *, transport: httpx.AsyncBaseTransport | None = None,
-               engine=None, use_db: bool = True, own_process: bool = False) -> Router:
+               engine=None, use_db: bool = True, own_process: bool = False,
+               peers: WorkerPeers | None = None) -> Router:
     """Build a router app. `engine` defaults to one made from `settings.db_url`, which must be at this code's
     schema revision (`quantroute db upgrade` makes it so; SchemaMismatchError otherwise); `use_db=False` runs
-    without a database (pins in memory, no request log)."""
+    without a database (pins in memory, no request log). `peers`: the other workers behind the same port."""
     if engine is None and use_db:
         from quantroute.db.engine import make_engine, require_schema
 
         engine = require_schema(make_engine(settings.db_url))
-    return Router(settings, transport=transport, engine=engine, own_process=own_process)
+    return Router(settings, transport=transport, engine=engine, own_process=own_process, peers=peers)

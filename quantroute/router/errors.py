@@ -74,6 +74,14 @@ class NoCapacity(RouterError):
     code = "no_capacity"
 
 
+class WorkersUnreachable(RouterError):
+    """An admin change reached some of this router's workers, not all: the message names the others."""
+
+    status = 503
+    type = "server_error"
+    code = "workers_unreachable"
+
+
 class SessionPinUnavailable(RouterError):
     """A new session's pin could not be stored (database down or slow): answering anyway could let the
     session's next turn land on another tier, so the request fails and the client retries."""

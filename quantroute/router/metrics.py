@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import platform
+from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.gc_collector import GCCollector
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from quantroute.router.requestmetrics import LATENCY_BUCKETS, PinSeries, RequestSeries
 
-__all__ = ["LATENCY_BUCKETS", "RouterMetrics", "build_version"]  # LATENCY_BUCKETS: the shadow metrics use them too
+# LATENCY_BUCKETS: the shadow metrics use them too
+__all__ = ["LATENCY_BUCKETS", "RouterMetrics", "build_version", "merge_worker_metrics"]
 
 
 def build_version() -> str:
@@ -120,3 +125,36 @@ class RouterMetrics:
         self._node_series = seen
         self.log_buffered.set(len(writer.buffer))
         return generate_latest(self.registry)
+
+
+class _Families:
+    """A collector that yields families already built (generate_latest renders any collector)."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> list[Metric]:
+        return self.families
+
+
+def merge_worker_metrics(answered: list[tuple[str, bytes]], silent: Sequence[str] = ()) -> bytes:
+    """One exposition for a router of several workers: every worker's series under a `worker` label (each
+    counter stays monotonic per worker, so rate() and increase() hold across a worker's restart; a sum without
+    the label adds up the host), and `quantroute_router_worker_up` 1 for each worker in `answered`, 0 for each
+    in `silent` (asked, did not answer in time)."""
+    families: dict[str, Metric] = {}
+    for worker, text in answered:
+        for fam in text_string_to_metric_families(text.decode()):
+            into = families.get(fam.name)
+            if into is None:
+                into = families[fam.name] = Metric(fam.name, fam.documentation, fam.type, fam.unit)
+            into.samples.extend(Sample(s.name, {"worker": worker, **s.labels}, s.value, s.timestamp, s.exemplar)
+                                for s in fam.samples)
+    up = Metric("quantroute_router_worker_up", "1 for each worker of this router that answered this scrape, 0 for "
+                "one asked that did not (its series are missing from this scrape)", "gauge")
+    up.samples.extend([Sample(up.name, {"worker": w}, 1.0) for w, _ in answered]
+                      + [Sample(up.name, {"worker": w}, 0.0) for w in silent])
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families([*families.values(), up]))
+    return generate_latest(registry)
+

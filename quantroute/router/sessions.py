@@ -154,6 +154,10 @@ class PinStore:
             found = await asyncio.to_thread(self._delete, key) or found
         return found
 
+    def forget(self, key: str) -> bool:
+        """Drop the cached pin only: another worker of this router deleted the row (its unpin)."""
+        return self.cache.pop(key, None) is not None
+
     async def list(self) -> list[dict]:
         if self.engine is None:
             return [p.view() for p in self.cache.values() if p.expires > time.monotonic()]

@@ -30,6 +30,9 @@ class RouterSettings(BaseSettings):
     workers: int = Field(default=1, ge=1, description=(
         "Router processes serving one port (use the host's cores); they share pins and the active policy through "
         "the database, as replicas do"))
+    runtime_dir: Path | None = Field(default=None, description=(
+        "Where several workers keep their control sockets (a private directory made inside it at start, removed "
+        "at exit); default: the system's temporary directory. Must be writable (in a container: a volume)"))
     body_read_timeout_s: float = Field(default=30.0, gt=0, description="Longest time to receive a request body; "
                                        "a client that sends it slower gets a 408 (a slow sender holds a slot)")
     max_concurrent_requests: int = Field(default=4096, ge=1, description="Completions in progress on this "

@@ -3,12 +3,16 @@
 Workers are separate processes (uvicorn's supervisor spawns them and restarts one that dies), so each keeps its
 own caches and reads the same database, exactly as replicas on several hosts do: pins, node registrations and
 policy activations reach every worker through the DB. That is why several workers need a database: without one
-each worker would keep pins of its own and a session's second turn could land on a worker that never saw it."""
+each worker would keep pins of its own and a session's second turn could land on a worker that never saw it.
+What the DB does not carry (a cached pin an unpin must drop, every worker's counters for one scrape, in-flight
+counts) goes between the workers over control sockets (peers.py)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from typing import Any
 
 from quantroute.router.settings import RouterSettings
@@ -19,10 +23,16 @@ SETTINGS_ENV = "QUANTROUTE_WORKER_SETTINGS"
 # held the event loop off the GIL for up to 5 ms at each of a request's syscalls.
 SWITCH_INTERVAL_S = 0.0005
 LOG_LEVEL_ENV = "QUANTROUTE_WORKER_LOG_LEVEL"
+# The directory of the workers' control sockets (peers.py), made by the supervisor, removed when it exits
+PEERS_DIR_ENV = "QUANTROUTE_WORKER_PEERS_DIR"
 
 
 class WorkersNeedDatabase(ValueError):
     """Several workers without a database would each keep their own pins."""
+
+
+class WorkersNeedRuntimeDir(ValueError):
+    """Several workers talk over Unix sockets in a directory they can write."""
 
 
 def serve(settings: RouterSettings, *, workers: int = 1, use_db: bool = True, log_level: str = "warning") -> None:
@@ -50,15 +60,27 @@ def serve(settings: RouterSettings, *, workers: int = 1, use_db: bool = True, lo
     require_schema(make_engine(settings.db_url)).dispose()
     os.environ[SETTINGS_ENV] = settings.model_dump_json()
     os.environ[LOG_LEVEL_ENV] = log_level
-    run("quantroute.router.workers:app_from_env", factory=True, workers=workers)
+    try:  # mode 0700: only this user reaches the sockets
+        peers_dir = tempfile.mkdtemp(prefix="quantroute-workers-", dir=settings.runtime_dir)
+    except OSError as e:
+        raise WorkersNeedRuntimeDir(
+            f"--workers {workers}: cannot make the workers' control socket directory in "
+            f"{settings.runtime_dir or tempfile.gettempdir()} ({e.strerror}); set runtime_dir "
+            "(QUANTROUTE_ROUTER_RUNTIME_DIR) to a writable directory, e.g. a volume in a container") from None
+    os.environ[PEERS_DIR_ENV] = peers_dir
+    try:
+        run("quantroute.router.workers:app_from_env", factory=True, workers=workers)
+    finally:
+        shutil.rmtree(peers_dir, ignore_errors=True)
 
 
 def app_from_env():
     """uvicorn's factory in each worker process: the supervisor's settings, schema already checked."""
     from quantroute.logs import configure_logging
     from quantroute.router.app import create_app
+    from quantroute.router.peers import WorkerPeers
 
     settings = RouterSettings.model_validate_json(os.environ[SETTINGS_ENV])
     configure_logging(os.environ.get(LOG_LEVEL_ENV, settings.log_level), json_lines=settings.log_json)
     sys.setswitchinterval(SWITCH_INTERVAL_S)  # a fresh interpreter: the supervisor's setting is not inherited
-    return create_app(settings, own_process=True)
+    return create_app(settings, own_process=True, peers=WorkerPeers(os.environ[PEERS_DIR_ENV]))

@@ -139,6 +139,20 @@ def test_every_container_runs_a_real_command_with_known_options_env_and_ports(re
     assert len(list(containers(docs))) == 4
 
 
+def test_a_router_on_a_read_only_root_can_run_several_workers(rendered):
+    """`--workers N` makes its control sockets under runtime_dir: on a read-only root that must be a volume."""
+    docs = rendered["kubernetes/overlays/example"]
+    config = {k: v for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "quantroute-settings"
+              for k, v in d["data"].items()}
+    routers = [c for _, _, c in containers(docs) if c["args"][0] == "router"]
+    assert routers
+    for c in routers:
+        if c.get("securityContext", {}).get("readOnlyRootFilesystem"):
+            mounts = [m["mountPath"] for m in c.get("volumeMounts", []) if not m.get("readOnly")]
+            runtime = config.get("QUANTROUTE_ROUTER_RUNTIME_DIR", "/tmp")
+            assert any(runtime == m or runtime.startswith(m.rstrip("/") + "/") for m in mounts), (runtime, mounts)
+
+
 def test_probe_paths_are_routes_the_processes_serve():
     from quantroute.router import admin
 

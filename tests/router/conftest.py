@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -11,10 +15,12 @@ import yaml
 
 from quantroute.db.engine import init_db, make_engine
 from quantroute.fleet import parse_fleet
+from quantroute.ports import free_port
 from quantroute.router.app import create_app
 from quantroute.router.settings import RouterSettings
 from quantroute.router.testing import running_router
 from quantroute.sim.runner import running_fleet
+from tests.conftest import wait_until
 
 TOKEN = "test-admin-token"
 MODEL = "llama3-8b"
@@ -138,3 +144,29 @@ def sqlite_engine(sqlite_url):
     eng = make_engine(sqlite_url)
     yield eng
     eng.dispose()
+
+
+def router_process(settings, *, workers: int, env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    """`quantroute router` as a real process (its own process group, so a kill takes every worker)."""
+    init_db(make_engine(settings.db_url))  # what `quantroute db upgrade` does before routers start
+    port = free_port()
+    env = {**os.environ, "QUANTROUTE_ROUTER_PROBE_INTERVAL_S": "0.1", "QUANTROUTE_ROUTER_LOG_FLUSH_INTERVAL_S": "0.05",
+           "QUANTROUTE_ROUTER_POLICY_POLL_S": "0.2", **(env or {})}
+    proc = subprocess.Popen([sys.executable, "-m", "quantroute.cli.main", "router", "--policies",
+                             str(settings.policies_dir), "--fleet", str(settings.fleet_file), "--db", settings.db_url,
+                             "--port", str(port), "--admin-token", TOKEN, "--workers", str(workers)],
+                            env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else proc.returncode
+        return httpx.get(url + "/v1/models", timeout=2).status_code == 200
+
+    wait_until(up, what="the router process to start", timeout=120, interval=0.1, ignore=(httpx.HTTPError,))
+    return proc, url
+
+
+def kill(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)

@@ -90,3 +90,11 @@ def test_nodes_merge_health_and_sum_in_flight_across_replicas():
     got = {n["key"]: n for n in client.nodes()}
     assert got["n1"] == {"key": "n1", "healthy": False, "inflight": 5, "waiting": 4}
     assert got["n2"]["healthy"] is True and got["n2"]["inflight"] == 0
+
+
+def test_shadow_in_flight_counts_add_up_too():
+    from quantroute.node import merge_node_views
+
+    [n] = merge_node_views([[{"key": "n1", "healthy": True, "inflight": 1, "shadow_inflight": 2}],
+                            [{"key": "n1", "healthy": True, "inflight": 0, "shadow_inflight": 1}]])
+    assert (n["inflight"], n["shadow_inflight"], n["healthy"]) == (1, 3, True)

@@ -3,9 +3,15 @@ deployment, a build-info gauge, drop counters by reason present from the start."
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import httpx
+import pytest
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from quantroute.router.metrics import RouterMetrics, merge_worker_metrics
 from tests.router.conftest import INT4, INT4_V2, TOLERANT, chat, router_at
 from tests.support.sqlite_lock import WriteLock
 
@@ -142,3 +148,42 @@ def test_an_answer_held_for_its_pin_is_counted_with_how_long_it_waited(make_sett
     (commits,), (commit_s,) = m["quantroute_pin_commit_seconds_count"], m["quantroute_pin_commit_seconds_sum"]
     assert batches.value == commits.value == pins.value == 1
     assert 0.1 < commit_s.value < 5
+
+
+def test_workers_expositions_merge_into_one_that_keeps_every_sample_under_its_worker():
+    one, two = RouterMetrics(), RouterMetrics()
+    one.retries.labels("int4").inc(2)
+    two.retries.labels("int4").inc(5)
+    two.retries.labels("int8").inc(1)
+
+    class Out:
+        ttft, prompt_tokens, completion_tokens = 0.01, 7, 3
+
+    one.finished("int4", INT4, "baseline", 200, 0.2, Out())
+    two.finished("int4", INT4_V2, "candidate", 503, 0.4, Out())
+    parts = [("0", generate_latest(one.registry)), ("1", generate_latest(two.registry))]
+    merged = merge_worker_metrics(parts, ["2"]).decode()
+
+    def keyed(text: str, worker: str | None) -> set:
+        return {(s.name, tuple(sorted({**s.labels, **({"worker": worker} if worker else {})}.items())), s.value)
+                for f in text_string_to_metric_families(text) for s in f.samples if not s.name.endswith("_created")}
+
+    got = keyed(merged, None)
+    want = keyed(parts[0][1].decode(), "0") | keyed(parts[1][1].decode(), "1")
+    up = {("quantroute_router_worker_up", (("worker", w),), v) for w, v in (("0", 1.0), ("1", 1.0), ("2", 0.0))}
+    assert got == want | up
+    # one HELP and one TYPE a family, whatever the number of workers: Prometheus refuses a repeated TYPE
+    types = [line.split()[2] for line in merged.splitlines() if line.startswith("# TYPE ")]
+    assert len(types) == len(set(types)) and "quantroute_requests_total" in types
+
+
+def test_promtool_accepts_the_merged_exposition():
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed (.ci/run installs Debian's prometheus package)")
+    m = RouterMetrics()
+    m.retries.labels("int4").inc()
+    text = merge_worker_metrics([("0", generate_latest(m.registry)), ("1", generate_latest(RouterMetrics().registry))])
+    out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, timeout=60)
+    # promtool's lint also prints style advice (exit 3); a parse error is exit 1
+    assert out.returncode in (0, 3) and b"error" not in out.stderr.lower(), out.stderr.decode()

@@ -7,10 +7,6 @@ by itself instead of by the pin would show it at once."""
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import subprocess
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -20,19 +16,19 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
 
-from quantroute.db.engine import init_db, make_engine
-from quantroute.ports import free_port
+from quantroute.db.engine import make_engine
 from tests.conftest import wait_until
 from tests.router.conftest import (
     INT4,
     INT4_V2,
     MODEL,
     SENSITIVE,
-    TOKEN,
     TOLERANT,
     activate_pointer,
     chat,
+    kill,
     router_at,
+    router_process,
     write_policy,
 )
 
@@ -79,32 +75,6 @@ def test_turns_alternating_between_two_replicas_as_fast_as_a_client_can_never_mo
         assert {t[0][1] for t in seen} == {INT4, INT4_V2}
         for app in (a1, a2):  # every pin was stored at the first try
             assert app.pin_committer.errors == 0
-
-
-def router_process(settings, *, workers: int) -> tuple[subprocess.Popen, str]:
-    """`quantroute router` as a real process (its own process group, so a kill takes every worker)."""
-    init_db(make_engine(settings.db_url))  # what `quantroute db upgrade` does before routers start
-    port = free_port()
-    env = {**os.environ, "QUANTROUTE_ROUTER_PROBE_INTERVAL_S": "0.1", "QUANTROUTE_ROUTER_LOG_FLUSH_INTERVAL_S": "0.05",
-           "QUANTROUTE_ROUTER_POLICY_POLL_S": "0.2"}
-    proc = subprocess.Popen([sys.executable, "-m", "quantroute.cli.main", "router", "--policies",
-                             str(settings.policies_dir), "--fleet", str(settings.fleet_file), "--db", settings.db_url,
-                             "--port", str(port), "--admin-token", TOKEN, "--workers", str(workers)],
-                            env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else proc.returncode
-        return httpx.get(url + "/v1/models", timeout=2).status_code == 200
-
-    wait_until(up, what="the router process to start", timeout=120, interval=0.1, ignore=(httpx.HTTPError,))
-    return proc, url
-
-
-def kill(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(10)
 
 
 @pytest.mark.postgres
