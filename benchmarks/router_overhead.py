@@ -131,19 +131,21 @@ class Bench:
         self.profiled: subprocess.Popen | None = None  # the router process py-spy attaches to
 
     def measure(self, label: str, port: int, path: str = "/v1/chat/completions", mode: str = "none",
-                pid: int | None = None, **tags) -> dict:
+                pid: int | None = None, db_pid: int | None = None, **tags) -> dict:
         """`pid`: the target's process, whose CPU time (with its workers') per request at c=32 is reported: a
-        figure that moves much less with the machine's load than req/s does."""
+        figure that moves much less with the machine's load than req/s does. `db_pid`: the database server's,
+        likewise (PostgreSQL on this host: its backends share the two cores with the router)."""
         url = f"http://127.0.0.1:{port}{path}"
         run_wrk(url, lua_script(self.tmp, self.body, mode), 8, 1)  # warm-up: connections, caches, pins
         # slow pin waits are counted over both runs, as errors and timeouts are; the other figures at c=32 only
         start = router_counters(port) if tags.get("workers") else None
         c1 = run_wrk(url, lua_script(self.tmp, self.body, mode), 1, self.seconds)
         spy = self._profile(f"{label}-{mode}".replace(" ", "_"))
-        cpu0 = cpu_seconds(pid)
+        cpu0, db0 = cpu_seconds(pid), cpu_seconds(db_pid)
         counters0 = router_counters(port) if start is not None else None
         c32 = run_wrk(url, lua_script(self.tmp, self.body, mode), 32, self.seconds)
         cpu = cpu_seconds(pid) - cpu0 if pid is not None else None
+        db_cpu = cpu_seconds(db_pid) - db0 if db_pid is not None else None
         figures: dict = {}
         if counters0 is not None:
             counters = router_counters(port)
@@ -155,6 +157,7 @@ class Bench:
             spy.wait(60)
         return {"label": label, "mode": mode, **tags, "p50_ms": c1["p50_ms"], "p99_ms": c1["p99_ms"],
                 "rps32": c32["rps"], "cpu_us": cpu / c32["requests"] * 1e6 if cpu is not None else None,
+                "db_cpu_us": db_cpu / c32["requests"] * 1e6 if db_cpu is not None else None,
                 "errors": c1["errors"] + c32["errors"],
                 "timeouts": c1["timeouts"] + c32["timeouts"],
                 "ttfb_ms": ttfb_ms(port, path, self.stream_body, mode),
@@ -226,7 +229,9 @@ def run_router(bench: Bench, bports: list[int], db: Database, workers: int, mode
     try:
         time.sleep(1.0)
         bench.profiled = proc
-        rows = [bench.measure(label, rport, mode=m, pid=proc.pid, db=db.kind, workers=workers) for m in modes]
+        db_pid = db.server_pid()
+        rows = [bench.measure(label, rport, mode=m, pid=proc.pid, db_pid=db_pid, db=db.kind, workers=workers)
+                for m in modes]
         logged, pins = db.counts()
         for r in rows:
             r["logged"], r["pins"] = logged, pins
@@ -338,7 +343,7 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
     print(f"backend: waits {think_ms:g} ms before each completion's first byte" if think_ms else
           "backend: answers at once (~0.1 ms); --think-ms N stands in for a model's time")
     print(f"{'target':<30}{'sessions':<9}{'p50 ms':>8}{'+p50':>7}{'p99 ms':>8}{'req/s@32':>10}{'spread':>13}"
-          f"{'x none':>7}{'x direct':>9}{'CPU us':>8}{'+TTFB':>7}{'errors':>7}{'t/o':>5}{'pins':>8}")
+          f"{'x none':>7}{'x direct':>9}{'CPU us':>8}{'DB us':>7}{'+TTFB':>7}{'errors':>7}{'t/o':>5}{'pins':>8}")
     for (label, mode), rows in groups.items():
         if "unavailable" in rows[0]:
             print(f"{label:<30}  not measured: {rows[0]['unavailable']}")
@@ -356,8 +361,10 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
         pins = str(rows[-1]["pins"]) if "pins" in rows[-1] else "-"
         cpus = [r["cpu_us"] for r in rows if r.get("cpu_us") is not None]
         cpu = f"{statistics.median(cpus):.0f}" if cpus else "-"
+        db_cpus = [r["db_cpu_us"] for r in rows if r.get("db_cpu_us") is not None]
+        db_cpu = f"{statistics.median(db_cpus):.0f}" if db_cpus else "-"
         print(f"{label:<30}{mode:<9}{med('p50_ms'):>8.3f}{add_p50:>7.3f}{med('p99_ms'):>8.3f}{med('rps32'):>10.0f}"
-              f"{_spread([r['rps32'] for r in rows], '{:.0f}'):>13}{x_none:>7.2f}{x_direct:>9.2f}{cpu:>8}"
+              f"{_spread([r['rps32'] for r in rows], '{:.0f}'):>13}{x_none:>7.2f}{x_direct:>9.2f}{cpu:>8}{db_cpu:>7}"
               f"{add_ttfb:>7.3f}"
               f"{sum(r['errors'] for r in rows):>7}{sum(r['timeouts'] for r in rows):>5}{pins:>8}")
     pin_rows = [(label, mode, rows) for (label, mode), rows in groups.items()
@@ -391,7 +398,8 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
               + "; ".join(f"{k} {v}" for k, v in REFERENCE.items()))
     print("+p50/+TTFB: added to the direct run of the same round (ms). x none: req/s@32 over the same "
           "configuration's no-session mode. CPU us: the target's CPU time (all its processes and threads) per "
-          "request at c=32. pins: session_pin rows the last round's router left.")
+          "request at c=32. DB us: the PostgreSQL server's (all its processes) per request at c=32, when it runs "
+          "on this host. pins: session_pin rows the last round's router left.")
     print("targets (issue #13): new sessions within 1.3x of none; >= 3,500 req/s@32; +p50 <= 0.35 ms; "
           "p99 <= 2 ms at c=1; no timeouts")
     for kept in sorted({r["kept_log"] for r in results if "kept_log" in r}):
