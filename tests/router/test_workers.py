@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import stat
+from pathlib import Path
 
 import httpx
 import pytest
@@ -179,3 +180,34 @@ def test_several_workers_need_a_directory_they_can_write(make_settings, tmp_path
     assert res.exit_code == 2, res.output
     assert "QUANTROUTE_ROUTER_RUNTIME_DIR" in res.output and str(locked) in res.output
 
+
+
+def test_a_killed_worker_comes_back_under_its_name(make_settings, tmp_path):
+    settings = make_settings()
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    proc, url = router_process(settings, workers=2, env={"QUANTROUTE_ROUTER_RUNTIME_DIR": str(run_dir)})
+    try:
+        [peers] = list(run_dir.glob("quantroute-workers-*"))
+        wait_until(lambda: len(list(peers.glob("*.sock"))) == 2, what="both workers' sockets", timeout=30,
+                   interval=0.1)
+        children = _children(proc.pid)
+        workers = [p for p in children if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        assert len(workers) == 2, children
+        os.kill(workers[0], signal.SIGKILL)  # no clean-up: its socket file stays, its slot lock goes
+        ups: list[dict] = []
+
+        def back() -> bool:
+            ups.append(by_worker(httpx.get(url + "/metrics", timeout=10).text, "quantroute_router_worker_up"))
+            return ups[-1] == {"0": 1.0, "1": 1.0} and workers[0] not in _children(proc.pid)
+
+        wait_until(back, what=lambda: f"the supervisor to restart the worker (last scrapes: {ups[-3:]})", timeout=60,
+                   interval=0.2)
+        with admin(url) as c:  # and the pair answers for both again
+            assert c.delete("/admin/sessions/nobody").status_code == 404
+    finally:
+        kill(proc)
+
+
+def _children(pid: int) -> list[int]:
+    return [int(p) for t in Path(f"/proc/{pid}/task").iterdir() for p in (t / "children").read_text().split()]
