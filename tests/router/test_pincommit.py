@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 
+import pytest
+
+from quantroute.db.engine import init_db, make_engine
 from quantroute.router.pincommit import PinCommitter, PinNotStored
 from quantroute.router.pindb import SqliteClaims
 from tests.support.pins import pin_row
@@ -96,3 +99,62 @@ def test_a_committer_stopped_while_writing_a_batch_fails_that_batchs_claims(sqli
         lock.release()
     for err in (writing_err, queued_err):
         assert isinstance(err, PinNotStored) and "shutting down" in str(err)
+
+
+@pytest.mark.postgres
+def test_an_idle_committer_puts_a_postgres_claim_on_the_wire_when_its_caller_yields_once(pg_url):
+    """A first turn arriving at an idle committer yields once (`sends_if_yielded`), and in that one step the
+    committer takes the claim and writes its statement to the server, so the server's round trip runs while the
+    request is forwarded. Claims submitted before the committer ran join that batch without another yield; one
+    submitted while a batch is in flight waits for the next batch and does not yield."""
+    eng = make_engine(pg_url)
+    init_db(eng)
+
+    async def go() -> dict:
+        committer = PinCommitter(eng, timeout_s=10)
+        runner = asyncio.create_task(committer.run())
+        await committer.submit(pin_row("warm"))  # the connection is open and the statement prepared
+        await until(lambda: not committer._busy)
+        transport = committer._db._conn._transport
+        sent: list[int] = []
+        write = transport.write
+        transport.write = lambda data: (sent.append(len(data)), write(data))[1]
+        first = committer.submit(pin_row("first"))
+        seen = {"first yields": committer.sends_if_yielded()}
+        second = committer.submit(pin_row("second"))
+        seen["second yields"] = committer.sends_if_yielded()
+        await asyncio.sleep(0)
+        seen["bytes sent in the yield"] = bool(sent)
+        seen["left queued"] = sorted(committer.pending)
+        third = committer.submit(pin_row("third"))  # the batch of first and second is in flight
+        seen["third yields"] = committer.sends_if_yielded()
+        pins = await asyncio.gather(first, second, third)
+        seen["tiers"] = [p["tier"] for p in pins]
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+        return seen
+
+    try:
+        assert asyncio.run(go()) == {"first yields": True, "second yields": False, "bytes sent in the yield": True,
+                                     "left queued": [], "third yields": False, "tiers": ["int4"] * 3}
+    finally:
+        eng.dispose()
+
+
+def test_a_sqlite_committer_never_asks_its_caller_to_yield(sqlite_engine):
+    """SQLite's statement is the event loop's own CPU: yielding would run it before the forwarding rather than
+    while the backend works, so an idle SQLite committer is left to run when the request waits anyway."""
+
+    async def go() -> tuple[bool, dict]:
+        committer = PinCommitter(sqlite_engine, timeout_s=10)
+        runner = asyncio.create_task(committer.run())
+        await asyncio.sleep(0)  # the committer parks, waiting for a claim
+        fut = committer.submit(pin_row("lite"))
+        yields = committer.sends_if_yielded()
+        pin = await fut
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+        return yields, pin
+
+    yields, pin = asyncio.run(go())
+    assert yields is False and pin["session_key"] == "lite"
