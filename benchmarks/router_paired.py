@@ -17,7 +17,10 @@ Environment for both routers comes from `--env KEY=VALUE` (e.g. QUANTROUTE_ROUTE
 `--base-env` and `--head-env` set it for one side only, so one revision can be run against itself under two
 settings:
 
-    python benchmarks/router_paired.py --base HEAD --base-env QUANTROUTE_ROUTER_NODE_REFRESH_S=0.3 --sessions none"""
+    python benchmarks/router_paired.py --base HEAD --base-env QUANTROUTE_ROUTER_NODE_REFRESH_S=0.3 --sessions none
+
+`--db-cpus 1` gives PostgreSQL a core of its own and everything else the other (support/cpus.py says why a change
+can look different that way)."""
 
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ import time
 from pathlib import Path
 
 import router_overhead as ro
-from support import wrk
+from support import cpus, wrk
 
 
 def checkout(rev: str | None, tmp: Path) -> Path:
@@ -76,6 +79,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=2, help="length of each wrk run, whole seconds [2]")
     ap.add_argument("--c32", action="store_true", help="also req/s at c=32, paired the same way")
     ap.add_argument("--workers", type=int, default=1, help="router processes on each side [1]")
+    ap.add_argument("--db-cpus", default=None, metavar="LIST",
+                    help="PostgreSQL on these CPUs, everything else on the rest (e.g. 1): a database with cores of "
+                         "its own, as in a deployment (needs the server on this host)")
     ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for both routers; repeat")
     ap.add_argument("--base-env", action="append", default=[], help="KEY=VALUE for the base router only; repeat")
     ap.add_argument("--head-env", action="append", default=[], help="KEY=VALUE for the head router only; repeat")
@@ -95,6 +101,12 @@ def main() -> None:
     env = pairs_of("--env", args.env)
     side_env = {"base": {**env, **pairs_of("--base-env", args.base_env)},
                 "head": {**env, **pairs_of("--head-env", args.head_env)}}
+    try:
+        db_cpus = cpus.parse_cpus(args.db_cpus) if args.db_cpus is not None else None
+    except ValueError as e:
+        ap.error(f"--db-cpus: {e}")
+    if db_cpus is not None and args.db == "sqlite":
+        ap.error("--db-cpus needs a PostgreSQL --db (SQLite runs inside the router)")
     if not shutil.which(wrk.WRK):
         raise SystemExit(f"{wrk.WRK} not found (Debian package wrk)")
 
@@ -103,6 +115,9 @@ def main() -> None:
     trees: dict[str, Path] = {}
     try:
         with contextlib.ExitStack() as stack:
+            if db_cpus is not None:  # first: the backends, routers and wrk started below inherit the rest
+                rest = stack.enter_context(cpus.database_on_cpus(args.db, db_cpus))
+                print(f"PostgreSQL on CPUs {sorted(db_cpus)}; backends, routers and wrk on {sorted(rest)}")
             trees = {"base": checkout(args.base, tmp), "head": checkout(args.head, tmp)}
             bports = [ro.free_port() for _ in ro.BACKENDS]
             for p, (dep, _, _) in zip(bports, ro.BACKENDS):

@@ -75,21 +75,24 @@ class Database:
         """The PostgreSQL server's main process when it runs on this host (its CPU time, with its backends',
         is the database's share of a request); None for SQLite (its work is in the router's own processes) or a
         server elsewhere."""
-        if self.kind == "sqlite":
-            return None
-        from sqlalchemy import text
+        return None if self.kind == "sqlite" else postgres_server_pid(self.url)
 
-        from quantroute.db.engine import make_engine
 
-        eng = make_engine(self.url)
-        try:
-            with eng.connect() as c:  # read while the backend lives: its parent is the server
-                backend = c.execute(text("select pg_backend_pid()")).scalar_one()
-                try:
-                    status = Path(f"/proc/{backend}/status").read_text()
-                except OSError:  # not a process of this host
-                    return None
-        finally:
-            eng.dispose()
-        return int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
+def postgres_server_pid(url: str) -> int | None:
+    """The main process of the PostgreSQL server at `url` when it runs on this host, else None."""
+    from sqlalchemy import text
+
+    from quantroute.db.engine import make_engine
+
+    eng = make_engine(url)
+    try:
+        with eng.connect() as c:  # read while the backend lives: its parent is the server
+            backend = c.execute(text("select pg_backend_pid()")).scalar_one()
+            try:
+                status = Path(f"/proc/{backend}/status").read_text()
+            except OSError:  # not a process of this host
+                return None
+    finally:
+        eng.dispose()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
 

@@ -1,0 +1,68 @@
+"""Put the PostgreSQL server on cores of its own for the length of a run: the topology of a deployment, whose
+database is another machine, on one host.
+
+On this 2-core host, with everything sharing the cores, a claim written to the server 0.2 ms before its caller
+blocked came back no sooner than one written when it blocked; with the server kept on the other core it came back
+0.1 ms sooner (the twenty-first pass, docs/perf/router-hot-path.md). The likely reason: a socket write wakes its
+reader as a "sync" wake-up, which the kernel places on the writer's own core, so the database's backend waits
+for the router to block before it reads the statement. A change that sends work to the database earlier can then
+gain nothing here although it gains where the database has cores of its own. `--db-cpus` shows both.shows both."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from support.bench_db import postgres_server_pid
+
+
+def parse_cpus(spec: str) -> set[int]:
+    """'1' or '1,3' or '2-3' -> the set of CPU numbers; ValueError naming what is wrong."""
+    cpus: set[int] = set()
+    for part in spec.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(f"{spec!r} is not a CPU list such as 1 or 1,3 or 2-3")
+        cpus.update(range(int(lo), int(hi if sep else lo) + 1))
+    return cpus
+
+
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (PostgreSQL's backends and helpers are the server's children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                todo.extend(int(c) for c in task.read_text().split())
+    return out
+
+
+@contextlib.contextmanager
+def database_on_cpus(url: str, cpus: set[int]) -> Iterator[set[int]]:
+    """The PostgreSQL server at `url` (it must run on this host) and its processes on `cpus`, this process and
+    everything it starts afterwards on the others; every mask is put back at exit. Backends forked meanwhile
+    inherit the server's mask and leave with their connections. Yields the CPUs left to this process."""
+    pid = postgres_server_pid(url)
+    if pid is None:
+        raise SystemExit("--db-cpus: the PostgreSQL server does not run on this host")
+    mine = os.sched_getaffinity(0)
+    rest = mine - cpus
+    if not cpus <= mine or not rest:
+        raise SystemExit(f"--db-cpus: give CPUs among {sorted(mine)} and leave at least one, got {sorted(cpus)}")
+    saved: dict[int, set[int]] = {}
+    try:
+        for p in descendants(pid):
+            with contextlib.suppress(ProcessLookupError):
+                saved[p] = os.sched_getaffinity(p)
+                os.sched_setaffinity(p, cpus)
+        os.sched_setaffinity(0, rest)
+        yield rest
+    finally:
+        os.sched_setaffinity(0, mine)
+        for p, mask in saved.items():
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(p, mask)
