@@ -204,9 +204,6 @@ class Decider:
             self.metrics.escalations.labels(tier.value, route.tier.value).inc()
         if key is not None:
             self._claim_pin(route, fixed, key)
-            committer = self.pins.committer
-            if committer is not None and committer.sends_if_yielded():
-                await asyncio.sleep(0)  # the idle committer sends this claim now, before the request forwards
         return route
 
     def _claim_pin(self, route: Route, fixed: str | None, key: str) -> None:

@@ -96,11 +96,11 @@ class PinCommitter:
         return fut
 
     def sends_if_yielded(self) -> bool:
-        """Whether the caller should yield once right after `submit`: the committer was idle (its task is
-        scheduled to run next) and its statement runs on a database server, so one `sleep(0)` puts the claim on
-        the wire before the caller forwards its request, and the server's round trip (a commit's WAL flush)
-        overlaps the forwarding instead of starting after it. SQLite's statement is the loop's own CPU: there
-        yielding would only run it before the forwarding rather than while the backend works."""
+        """Whether the caller should yield once after `submit` (before anything else awaits): the committer was
+        idle (its task is scheduled to run) and its statement runs on a database server, so one `sleep(0)` puts
+        the claim on the wire before the caller forwards its request, and the server's round trip (a commit's WAL
+        flush) overlaps the forwarding instead of starting after it. SQLite's statement is the loop's own CPU:
+        there yielding would only run it before the forwarding rather than while the backend works."""
         if not self._parked or not self._db.remote:
             return False
         self._parked = False  # one yield per wake-up: claims submitted meanwhile join the same batch

@@ -4,7 +4,6 @@ the same tier only when its own is gone (left the policy, or no healthy node), a
 from __future__ import annotations
 
 import httpx
-import pytest
 
 from quantroute.fleet import parse_fleet
 from quantroute.sim.runner import running_fleet
@@ -87,26 +86,3 @@ def test_pinned_session_falls_back_when_its_deployment_has_no_healthy_node(tmp_p
             later = {chat(url, TOLERANT, session="s-dead").headers["x-quantroute-deployment"] for _ in range(5)}
             assert later == {other} and fallbacks(url, "no_healthy_node") == 1
             wait_until(lambda: served(url, "s-dead") == other, what="the pin row to record the new deployment")
-
-
-@pytest.mark.postgres
-def test_a_first_turns_claim_has_left_for_postgres_before_the_request_is_forwarded(make_settings, pg_url):
-    """At an idle committer the decision yields once after claiming the pin, so the claim's round trip (a
-    commit's WAL flush) runs while the request is forwarded instead of starting once the request waits for the
-    backend. Seen from the router: when `decide` returns a first turn's route, no claim is left queued. Later
-    turns (a cache hit) claim nothing."""
-    with router_at(make_settings(db_url=pg_url)) as (url, app):
-        real = app.decider.decide
-        queued: list[tuple[bool, int]] = []
-
-        async def decide(*args, **kwargs):
-            route = await real(*args, **kwargs)
-            queued.append((route.claimed, len(app.pin_committer.pending)))
-            return route
-
-        app.decider.decide = decide
-        for session in ("s-eager-1", "s-eager-2"):
-            for _ in range(2):
-                r = chat(url, TOLERANT, session=session)
-                assert r.status_code == 200, r.text
-    assert queued == [(True, 0), (False, 0), (True, 0), (False, 0)]

@@ -12,6 +12,7 @@ import pytest
 from quantroute.db.engine import init_db, make_engine
 from quantroute.router.pincommit import PinCommitter, PinNotStored
 from quantroute.router.pindb import SqliteClaims
+from tests.router.conftest import TOLERANT, chat, router_at
 from tests.support.pins import pin_row
 from tests.support.sqlite_lock import WriteLock
 
@@ -158,3 +159,33 @@ def test_a_sqlite_committer_never_asks_its_caller_to_yield(sqlite_engine):
 
     yields, pin = asyncio.run(go())
     assert yields is False and pin["session_key"] == "lite"
+
+
+@pytest.mark.postgres
+def test_a_first_turns_claim_leaves_for_postgres_before_the_request_goes_upstream_and_after_it_is_counted(
+        make_settings, pg_url):
+    """The forwarder yields once for a first turn at an idle committer: when the request is sent upstream its
+    claim is no longer queued (the committer has written it), and when the committer writes it the request is
+    already counted on its node, so the yield cannot let other requests past the node's in-flight limit. Later
+    turns (a cache hit) claim nothing and do not yield."""
+    with router_at(make_settings(db_url=pg_url)) as (url, app):
+        committer, upstream = app.pin_committer, app.upstream
+        seen: list[tuple[str, object]] = []
+        post, claim = upstream.post, committer._db.claim
+
+        async def posting(*args, **kwargs):
+            seen.append(("queued at the send", len(committer.pending)))
+            return await post(*args, **kwargs)
+
+        async def claiming(rows, timeout_s):
+            seen.append(("counted at the claim", sum(n.inflight for n in app.fleet.nodes.values())))
+            return await claim(rows, timeout_s)
+
+        upstream.post, committer._db.claim = posting, claiming
+        for session in ("s-early-1", "s-early-2"):
+            for _ in range(2):
+                r = chat(url, TOLERANT, session=session)
+                assert r.status_code == 200, r.text
+    first_turn = [("counted at the claim", 1), ("queued at the send", 0)]
+    later_turn = [("queued at the send", 0)]
+    assert seen == first_turn + later_turn + first_turn + later_turn
