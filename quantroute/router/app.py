@@ -295,11 +295,6 @@ class Router:
             self.decider.check_settled(route, pending)  # already settled: a moved pin never goes upstream
             pending = None
         gate = None
-        # A first turn at an idle committer: the forwarder yields once, after counting the request on its node
-        # (so the yield cannot let other requests past that node's limit), and the committer puts the claim on
-        # the wire before the request goes upstream (PinCommitter.sends_if_yielded)
-        let_claim_go = pending is not None and self.pin_committer is not None \
-            and self.pin_committer.sends_if_yielded()
         if pending is not None:  # a first turn: its pin is being stored while we forward
             timeout = self.settings.pin_commit_timeout_s + 1
 
@@ -325,7 +320,7 @@ class Router:
             await self.forwarder.forward(path=path, body=body, headers=raw_headers, first=route.node,  # type: ignore[union-attr]  # set by startup(), before any request
                                          pick_other=lambda tried: self.decider.pick(route, tried), send=send,
                                          response_headers=lambda node: self.route_headers(route, node),
-                                         started=started, out=out, gate=gate, yield_first=let_claim_go)
+                                         started=started, out=out, gate=gate)
         except asyncio.CancelledError:
             if state["gone"]:
                 task.uncancel()

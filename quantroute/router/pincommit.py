@@ -74,7 +74,6 @@ class PinCommitter:
         self._wake = asyncio.Event()
         self._backoff = 0.0
         self._busy = False  # a batch is being written
-        self._parked = False  # run() waits for a claim: the next submit wakes it with nothing else queued
 
     @property
     def engine(self) -> Engine:
@@ -95,24 +94,11 @@ class PinCommitter:
         self._wake.set()
         return fut
 
-    def sends_if_yielded(self) -> bool:
-        """Whether the caller should yield once after `submit` (before anything else awaits): the committer was
-        idle (its task is scheduled to run) and its statement runs on a database server, so one `sleep(0)` puts
-        the claim on the wire before the caller forwards its request, and the server's round trip (a commit's WAL
-        flush) overlaps the forwarding instead of starting after it. SQLite's statement is the loop's own CPU:
-        there yielding would only run it before the forwarding rather than while the backend works."""
-        if not self._parked or not self._db.remote:
-            return False
-        self._parked = False  # one yield per wake-up: claims submitted meanwhile join the same batch
-        return True
-
     async def run(self) -> None:
         """Background task: write whatever is pending, batch after batch, until cancelled."""
         try:
             while True:
-                self._parked = True
                 await self._wake.wait()
-                self._parked = False
                 self._wake.clear()
                 while self.pending:
                     if self._backoff:

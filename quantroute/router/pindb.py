@@ -50,8 +50,6 @@ ASYNC_COMMIT = "SET synchronous_commit = off"
 
 
 class ThreadedClaims:
-    remote = True  # the statement's time is spent elsewhere (a worker thread, the server): see PinCommitter
-
     def __init__(self, engine: Engine, *, synchronous: bool = True) -> None:
         self.engine = engine
         self.claims = PinClaims(engine.dialect)
@@ -98,8 +96,6 @@ class SqliteClaims:
     the lock is often taken (each worker's claims and log batches): py-spy (`--workers 2`, new sessions, c=32)
     put the claim path at ~43 us a request with the thread's hop and retries, ~21 us retrying on the loop; a
     failed try on the loop is the statement's bind and one lock attempt."""
-
-    remote = False  # the statement runs on the event loop itself
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -173,8 +169,6 @@ class AsyncpgClaims:
     holds ~11 pins), and a claim timed alone cost ~40 % less client CPU (psycopg's async connection waits on the
     socket through a generator, a future and an add_reader/remove_reader pair per wait). The rest of the router
     (request log, dashboard, migrations) keeps psycopg through SQLAlchemy: the URL is the same."""
-
-    remote = True  # the server parses, writes and flushes while the loop goes on
 
     def __init__(self, engine: Engine, *, synchronous: bool = True) -> None:
         self.synchronous = synchronous

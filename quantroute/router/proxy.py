@@ -6,7 +6,6 @@ as long as no byte has reached the client. Non-streamed responses are read whole
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -91,11 +90,9 @@ class Forwarder:
     async def forward(self, *, path: str, body: bytes, headers: list[tuple[bytes, bytes]], first: Node,
                       pick_other: Callable[[set[str]], Node | None], send: Send,
                       response_headers: Callable[[Node], list[tuple[bytes, bytes]]], started: float,
-                      out: ForwardResult, gate: Gate | None = None, yield_first: bool = False) -> None:
+                      out: ForwardResult, gate: Gate | None = None) -> None:
         """Send to `first`; on a retryable failure ask `pick_other(tried)` for another node. `gate` runs once a
-        node answered and before anything is sent to the client (a new session's pin is stored meanwhile).
-        `yield_first`: let the loop run its ready tasks once before the first send (the pin committer's), with
-        the request already counted on its node."""
+        node answered and before anything is sent to the client (a new session's pin is stored meanwhile)."""
         node: Node | None = first
         tried: set[str] = set()
         fwd_headers = upstream_headers(headers)
@@ -105,9 +102,6 @@ class Forwarder:
             out.node = node
             node.inflight += 1
             try:
-                if yield_first:
-                    yield_first = False
-                    await asyncio.sleep(0)
                 done = await self._attempt(node, path, body, fwd_headers, send, response_headers, started, out, gate)
             finally:
                 node.inflight -= 1

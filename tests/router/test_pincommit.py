@@ -7,12 +7,8 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 
-import pytest
-
-from quantroute.db.engine import init_db, make_engine
 from quantroute.router.pincommit import PinCommitter, PinNotStored
 from quantroute.router.pindb import SqliteClaims
-from tests.router.conftest import TOLERANT, chat, router_at
 from tests.support.pins import pin_row
 from tests.support.sqlite_lock import WriteLock
 
@@ -100,92 +96,3 @@ def test_a_committer_stopped_while_writing_a_batch_fails_that_batchs_claims(sqli
         lock.release()
     for err in (writing_err, queued_err):
         assert isinstance(err, PinNotStored) and "shutting down" in str(err)
-
-
-@pytest.mark.postgres
-def test_an_idle_committer_puts_a_postgres_claim_on_the_wire_when_its_caller_yields_once(pg_url):
-    """A first turn arriving at an idle committer yields once (`sends_if_yielded`), and in that one step the
-    committer takes the claim and writes its statement to the server, so the server's round trip runs while the
-    request is forwarded. Claims submitted before the committer ran join that batch without another yield; one
-    submitted while a batch is in flight waits for the next batch and does not yield."""
-    eng = make_engine(pg_url)
-    init_db(eng)
-
-    async def go() -> dict:
-        committer = PinCommitter(eng, timeout_s=10)
-        runner = asyncio.create_task(committer.run())
-        await committer.submit(pin_row("warm"))  # the connection is open and the statement prepared
-        await until(lambda: not committer._busy)
-        transport = committer._db._conn._transport
-        sent: list[int] = []
-        write = transport.write
-        transport.write = lambda data: (sent.append(len(data)), write(data))[1]
-        first = committer.submit(pin_row("first"))
-        seen = {"first yields": committer.sends_if_yielded()}
-        second = committer.submit(pin_row("second"))
-        seen["second yields"] = committer.sends_if_yielded()
-        await asyncio.sleep(0)
-        seen["bytes sent in the yield"] = bool(sent)
-        seen["left queued"] = sorted(committer.pending)
-        third = committer.submit(pin_row("third"))  # the batch of first and second is in flight
-        seen["third yields"] = committer.sends_if_yielded()
-        pins = await asyncio.gather(first, second, third)
-        seen["tiers"] = [p["tier"] for p in pins]
-        runner.cancel()
-        await asyncio.gather(runner, return_exceptions=True)
-        return seen
-
-    try:
-        assert asyncio.run(go()) == {"first yields": True, "second yields": False, "bytes sent in the yield": True,
-                                     "left queued": [], "third yields": False, "tiers": ["int4"] * 3}
-    finally:
-        eng.dispose()
-
-
-def test_a_sqlite_committer_never_asks_its_caller_to_yield(sqlite_engine):
-    """SQLite's statement is the event loop's own CPU: yielding would run it before the forwarding rather than
-    while the backend works, so an idle SQLite committer is left to run when the request waits anyway."""
-
-    async def go() -> tuple[bool, dict]:
-        committer = PinCommitter(sqlite_engine, timeout_s=10)
-        runner = asyncio.create_task(committer.run())
-        await asyncio.sleep(0)  # the committer parks, waiting for a claim
-        fut = committer.submit(pin_row("lite"))
-        yields = committer.sends_if_yielded()
-        pin = await fut
-        runner.cancel()
-        await asyncio.gather(runner, return_exceptions=True)
-        return yields, pin
-
-    yields, pin = asyncio.run(go())
-    assert yields is False and pin["session_key"] == "lite"
-
-
-@pytest.mark.postgres
-def test_a_first_turns_claim_leaves_for_postgres_before_the_request_goes_upstream_and_after_it_is_counted(
-        make_settings, pg_url):
-    """The forwarder yields once for a first turn at an idle committer: when the request is sent upstream its
-    claim is no longer queued (the committer has written it), and when the committer writes it the request is
-    already counted on its node, so the yield cannot let other requests past the node's in-flight limit. Later
-    turns (a cache hit) claim nothing and do not yield."""
-    with router_at(make_settings(db_url=pg_url)) as (url, app):
-        committer, upstream = app.pin_committer, app.upstream
-        seen: list[tuple[str, object]] = []
-        post, claim = upstream.post, committer._db.claim
-
-        async def posting(*args, **kwargs):
-            seen.append(("queued at the send", len(committer.pending)))
-            return await post(*args, **kwargs)
-
-        async def claiming(rows, timeout_s):
-            seen.append(("counted at the claim", sum(n.inflight for n in app.fleet.nodes.values())))
-            return await claim(rows, timeout_s)
-
-        upstream.post, committer._db.claim = posting, claiming
-        for session in ("s-early-1", "s-early-2"):
-            for _ in range(2):
-                r = chat(url, TOLERANT, session=session)
-                assert r.status_code == 200, r.text
-    first_turn = [("counted at the claim", 1), ("queued at the send", 0)]
-    later_turn = [("queued at the send", 0)]
-    assert seen == first_turn + later_turn + first_turn + later_turn
