@@ -6,7 +6,7 @@ blocked came back no sooner than one written when it blocked; with the server ke
 0.1 ms sooner (the twenty-first pass, docs/perf/router-hot-path.md). The likely reason: a socket write wakes its
 reader as a "sync" wake-up, which the kernel places on the writer's own core, so the database's backend waits
 for the router to block before it reads the statement. A change that sends work to the database earlier can then
-gain nothing here although it gains where the database has cores of its own. `--db-cpus` shows both.shows both."""
+gain nothing here although it gains where the database has cores of its own. `--db-cpus` shows both."""
 
 from __future__ import annotations
 
