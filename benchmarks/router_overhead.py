@@ -42,6 +42,7 @@ from pathlib import Path
 from quantroute.ports import free_port
 from support.bench_db import Database
 from support.claim_floor import claim_floor
+from support.cpus import descendants
 from support.peers import stop
 from support.router_counters import SLOW_WAIT_S, gc_figures, pin_figures, router_counters, slow_waits
 from support.wrk import SESSION_MODES, lua_script, run_wrk
@@ -94,15 +95,12 @@ def cpu_seconds(pid: int | None) -> float:
     """User + system CPU time of a process and its descendants (a router's workers), every thread included."""
     if pid is None:
         return 0.0
-    tick, total, todo = os.sysconf("SC_CLK_TCK"), 0.0, [pid]
-    while todo:
-        p = todo.pop()
+    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for p in descendants(pid):
         try:
             stat = Path(f"/proc/{p}/stat").read_text()
             fields = stat[stat.rindex(")") + 2:].split()
             total += (int(fields[11]) + int(fields[12])) / tick
-            for task in Path(f"/proc/{p}/task").iterdir():
-                todo += [int(c) for c in (task / "children").read_text().split()]
         except (OSError, ValueError):  # gone meanwhile
             continue
     return total

@@ -19,18 +19,20 @@ from support.bench_db import postgres_server_pid
 
 
 def parse_cpus(spec: str) -> set[int]:
-    """'1' or '1,3' or '2-3' -> the set of CPU numbers; ValueError naming what is wrong."""
+    """'1' or '1,3' or '2-3' -> the set of CPU numbers; ValueError naming what is wrong (a range that runs
+    backwards too: it would name no CPU)."""
     cpus: set[int] = set()
     for part in spec.split(","):
         lo, sep, hi = part.strip().partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
+        if not lo.isdigit() or (sep and (not hi.isdigit() or int(hi) < int(lo))):
             raise ValueError(f"{spec!r} is not a CPU list such as 1 or 1,3 or 2-3")
         cpus.update(range(int(lo), int(hi if sep else lo) + 1))
     return cpus
 
 
 def descendants(pid: int) -> list[int]:
-    """`pid` and every process below it (PostgreSQL's backends and helpers are the server's children)."""
+    """`pid` and every process below it, as /proc shows them now (a router's workers, PostgreSQL's backends);
+    one that exits meanwhile is left out."""
     out, todo = [], [pid]
     while todo:
         p = todo.pop()

@@ -25,7 +25,7 @@ def cpus(monkeypatch):
 def test_a_cpu_list_reads_as_taskset_writes_it_and_anything_else_is_named(cpus):
     assert cpus.parse_cpus("1") == {1}
     assert cpus.parse_cpus("0,2-3") == {0, 2, 3}
-    for bad in ("", "one", "1-", "-1", "1,,2"):
+    for bad in ("", "one", "1-", "-1", "1,,2", "3-2"):
         with pytest.raises(ValueError, match="is not a CPU list"):
             cpus.parse_cpus(bad)
 
@@ -39,9 +39,10 @@ def test_the_database_runs_on_its_cpus_and_the_bench_on_the_rest_until_the_run_e
     assert server is not None  # the test database runs on this host
     before = os.sched_getaffinity(server)
     db = {max(mine)}
-    with pytest.raises(SystemExit, match="leave at least one"):
-        with cpus.database_on_cpus(pg_url, mine):
-            pass
+    for bad in (mine, {max(mine) + 1}):  # no CPU left for the bench; a CPU this process may not use
+        with pytest.raises(SystemExit, match="give CPUs among"):
+            with cpus.database_on_cpus(pg_url, bad):
+                pass
     assert os.sched_getaffinity(0) == mine and os.sched_getaffinity(server) == before
     with cpus.database_on_cpus(pg_url, db) as rest:
         assert rest == mine - db and os.sched_getaffinity(0) == rest
