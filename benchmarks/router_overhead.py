@@ -43,6 +43,7 @@ from quantroute.ports import free_port
 from support.bench_db import Database
 from support.claim_floor import claim_floor
 from support.cpus import descendants
+from support.hop import describe, hop_figures
 from support.peers import stop
 from support.router_counters import SLOW_WAIT_S, gc_figures, pin_figures, router_counters, slow_waits
 from support.wrk import SESSION_MODES, lua_script, run_wrk
@@ -280,6 +281,7 @@ def main() -> None:
     modes = args.sessions or list(SESSION_MODES)
     if "none" not in modes:
         modes.insert(0, "none")  # the same-configuration baseline every ratio needs
+    hop = hop_figures()  # before anything else runs: what a hop costs this host, for reading the c=1 figures
     tmp = Path(tempfile.mkdtemp(prefix="qr-bench-"))
     bench = Bench(args, tmp)
     shutil.copytree(REPO / "policies", tmp / "policies", ignore=shutil.ignore_patterns("active"))
@@ -316,7 +318,7 @@ def main() -> None:
                         run_peers(bports[0], lua_script(tmp, bench.body, "none"), args.seconds, bench.stream_body,
                                   lambda label, port, path, lua, seconds, stream: bench.measure(label, port, path),
                                   tmp, body=bench.body)]
-        report(results, rounds=args.rounds, peers=args.peers, think_ms=args.think_ms, floors=floors)
+        report(results, rounds=args.rounds, peers=args.peers, think_ms=args.think_ms, floors=floors, hop=hop)
     finally:
         for p in backends:
             stop(p)
@@ -328,16 +330,19 @@ def _spread(values: list[float], fmt: str) -> str:
 
 
 def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: float = 0.0,
-           floors: list[dict] | None = None) -> None:
+           floors: list[dict] | None = None, hop: dict[str, float] | None = None) -> None:
     """One row per target and session mode: medians over rounds, the spread of req/s, and ratios against the
     same round's direct run and the same configuration's `none` mode; then the databases' one-pin claims timed
-    alone (`floors`) next to what a first turn added over `none` at c=1."""
+    alone (`floors`) next to what a first turn added over `none` at c=1. `hop`: support/hop.py's round trips,
+    measured before the run (a c=1 figure pays for each hop the router adds)."""
     by_round = {(r["round"], r["label"], r.get("mode", "none")): r for r in results if "unavailable" not in r}
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in results:
         groups[(r["label"], r.get("mode", "none"))].append(r)
     print(f"\nmachine: {os.cpu_count()} cores shared with the load generator (wrk, 1 thread) and other work: "
           f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end. Medians of {rounds} round(s).")
+    if hop:
+        print(f"hops: {describe(hop)} (before the run; each hop the router adds is paid at c=1)")
     print(f"backend: waits {think_ms:g} ms before each completion's first byte" if think_ms else
           "backend: answers at once (~0.1 ms); --think-ms N stands in for a model's time")
     print(f"{'target':<30}{'sessions':<9}{'p50 ms':>8}{'+p50':>7}{'p99 ms':>8}{'req/s@32':>10}{'spread':>13}"
