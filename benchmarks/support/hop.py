@@ -48,7 +48,14 @@ def round_trip_us(n: int = 2000, *, mine: set[int] | None = None, theirs: set[in
     child = subprocess.Popen([sys.executable, "-c", _ECHO], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None  # piped above
-        port = int(child.stdout.readline())
+        line = child.stdout.readline()
+        if not line.strip().isdigit():  # it died before listening (its error went to our stderr)
+            try:
+                code: int | str = child.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = "none (still running)"
+            raise RuntimeError(f"the echo process did not start: it printed {line!r}, exit code {code}")
+        port = int(line)
         if theirs is not None:
             os.sched_setaffinity(child.pid, theirs)
         if mine is not None:
