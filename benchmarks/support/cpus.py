@@ -3,10 +3,11 @@ database is another machine, on one host.
 
 On this 2-core host, with everything sharing the cores, a claim written to the server 0.2 ms before its caller
 blocked came back no sooner than one written when it blocked; with the server kept on the other core it came back
-0.1 ms sooner (the twenty-first pass, docs/perf/router-hot-path.md). The likely reason: a socket write wakes its
-reader as a "sync" wake-up, which the kernel places on the writer's own core, so the database's backend waits
-for the router to block before it reads the statement. A change that sends work to the database earlier can then
-gain nothing here although it gains where the database has cores of its own. `--db-cpus` shows both."""
+0.1 ms sooner (the twenty-first pass, docs/perf/router-hot-path.md). Why is not settled: the twenty-first pass
+guessed a "sync" wake-up placing the database's backend on the writer's core; the twenty-second found that these
+guests halt an idle vCPU at once, so a wake-up across vCPUs costs ~60 us more (support/hop.py), and that a plain
+ping-pong does land on two vCPUs. Either way a change that sends work to the database earlier can gain nothing
+here although it gains where the database has cores of its own. `--db-cpus` shows both."""
 
 from __future__ import annotations
 
