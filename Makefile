@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The house rules as checks (configured in pyproject.toml): ruff's lint rules (never `ruff format`), the import
-# layers of DESIGN.md and mypy (strict on the pure core).
+# layers of ARCHITECTURE.md and mypy (strict on the pure core).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
@@ -36,7 +36,7 @@ demo: $(STAMP)
 demo-real: $(STAMP)
 	bash scripts/setup_vllm.sh
 	bash scripts/setup_real_tiers.sh
-	QUANTROUTE_VLLM_PYTHON=$(CURDIR)/.venvs/vllm/bin/python $(BIN)/python -m quantroute.demo_real $(DEMO_ARGS)
+	QUANTROUTE_VLLM_PYTHON=$(CURDIR)/.venvs/vllm/bin/python $(BIN)/python -m quantroute.demo.real $(DEMO_ARGS)
 
 # The fleet experiment and the soak have their own targets (they run for several minutes).
 bench: $(STAMP)

@@ -27,7 +27,7 @@ from dashboard import queries
 from quantroute.clock import utcnow
 from quantroute.db import request_log
 from quantroute.db.engine import init_db, make_engine
-from quantroute.router import requestlog
+from quantroute.router.requestlog import writer as requestlog
 
 TIERS = [("fp16", "llama3-8b-fp16"), ("fp8", "llama3-8b-fp8-dynamic"), ("int8", "llama3-8b-w8a8-int8"),
          ("int4", "llama3-8b-awq-w4a16")]

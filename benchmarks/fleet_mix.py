@@ -8,8 +8,8 @@ router, with `data/traffic/mixed.jsonl` (60 % tolerant):
       thresholds, scored by the eval deltas; the best candidates measured);
   (d) 4 FP16 + 4 INT4, precision-blind least-loaded (no policy): the throughput ceiling, no quality protection;
   (e) reference: 4 FP16 nodes serve everything, the four INT4 nodes idle (the old experiment's baseline).
-Each arm climbs one concurrency staircase per run (quantroute/loadtest/experiment.py) from which its capacity under
-every SLO is read (quantroute/loadtest/slo.py); `--repeats` runs per arm. Its quality cost comes from the share of
+Each arm climbs one concurrency staircase per run (benchmarks/support/fleet_capacity.py) from which its capacity under
+every SLO is read (benchmarks/support/fleet_slo.py); `--repeats` runs per arm. Its quality cost comes from the share of
 each eval category it served per tier and the per-category deltas of a paired eval INT4 vs FP16 stored in the DB
 (run on the simulator first when the DB has none). Then node affinity on the multi-turn mix (sessions only), off
 and on, and the tolerant-share sweep of (a) and (b). Writes docs/experiments/fleet-mix.md, fleet-mix.json and PNG
@@ -31,17 +31,17 @@ from quantroute.db.engine import init_db, make_engine
 from quantroute.evals.runs import execute_run, latest_done_run
 from quantroute.evals.suite import load_suite
 from quantroute.fleet import Fleet, load_fleet
-from quantroute.loadtest import arms
-from quantroute.loadtest.experiment import CapacityResult, Ladder, run_capacity
-from quantroute.loadtest.mix import multi_turn, tolerant_mix, tolerant_share
-from quantroute.loadtest.quality_cost import TierDeltas, deltas_from_report, quality_cost
-from quantroute.loadtest.slo import TTFT_REFERENCE, capacities
 from quantroute.loadtest.stats import Slo
 from quantroute.loadtest.traffic import load_traffic, with_model
 from quantroute.policy.loader import load_policy
 from quantroute.sim.runner import running_fleet
 from quantroute.tiers import Tier
+from support import fleet_arms as arms
+from support.fleet_capacity import CapacityResult, Ladder, run_capacity
+from support.fleet_mixes import multi_turn, tolerant_mix, tolerant_share
 from support.fleet_report import write_report
+from support.fleet_slo import TTFT_REFERENCE, capacities
+from support.quality_cost import TierDeltas, deltas_from_report, quality_cost
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "llama-13b"

@@ -24,7 +24,7 @@ import orjson
 import uvloop
 
 from quantroute.ports import free_port
-from quantroute.router.upstream import FastUpstream, HttpxUpstream
+from quantroute.router.nodes.upstream import FastUpstream, HttpxUpstream
 
 HERE = Path(__file__).resolve().parent
 BODY = orjson.dumps({"model": "llama3-8b", "messages": [{"role": "user", "content": "Write a short poem."}],

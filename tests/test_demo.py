@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from quantroute import demo
 from quantroute.admin_client import RouterAdmin, counter_by_label
 from quantroute.db.engine import make_engine
+from quantroute.demo import simulated as demo
 from quantroute.policy.store import PolicyStore
 from tests.conftest import REPO, wait_until
 

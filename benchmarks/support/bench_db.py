@@ -40,7 +40,7 @@ class Database:
             self.url = f"sqlite:///{self.tmp / f'bench-{uuid.uuid4().hex[:8]}.db'}"
             return
         from quantroute.db.engine import database_url
-        from quantroute.demo import fresh_schema_url
+        from quantroute.demo.simulated import fresh_schema_url
 
         self.schema = f"bench_{uuid.uuid4().hex[:10]}"
         self.url = fresh_schema_url(database_url(self.spec), self.schema)

@@ -25,7 +25,7 @@ async def _timed(url: str, synchronous: bool, n: int, warmup: int) -> dict:
     from quantroute.clock import utcnow
     from quantroute.db.engine import make_engine
     from quantroute.db.session_pin import claim_row
-    from quantroute.router.pindb import AsyncpgClaims, claims_for
+    from quantroute.router.pins.claims import AsyncpgClaims, claims_for
 
     engine = make_engine(url)
     claims = claims_for(engine, synchronous=synchronous)

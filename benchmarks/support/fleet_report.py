@@ -10,10 +10,10 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
-from quantroute.loadtest.experiment import CapacityResult
-from quantroute.loadtest.quality_cost import QualityCost, quality_cost
-from quantroute.loadtest.slo import SLOS, TTFT_REFERENCE, capacities
 from quantroute.tiers import Tier
+from support.fleet_capacity import CapacityResult
+from support.fleet_slo import SLOS, TTFT_REFERENCE, capacities
+from support.quality_cost import QualityCost, quality_cost
 
 SEED_GAIN = 0.35  # seed 000's reported gain of tiered routing on real A100s
 
@@ -242,7 +242,7 @@ Traffic: `data/traffic/mixed.jsonl` (60 % tolerant). Each run of an arm is one c
 {p['warmup']:g} s of warm-up, wall clock at time scale {p['time_scale']:g}; each step's figures are the median of its windows) that
 climbs until errors exceed 1 %, two steps in a row add < 3 % throughput, or p95 TTFT passes {p['ttft_ceiling_ms'] / 1000:g} s.
 The capacity under an SLO is the most output tok/s of a step before the first step that breaks it
-(`quantroute/loadtest/slo.py`); *throughput-bound* has no latency limit but that ceiling. {p['repeats']} runs per arm
+(`benchmarks/support/fleet_slo.py`); *throughput-bound* has no latency limit but that ceiling. {p['repeats']} runs per arm
 (the reference (e): {p['reference_repeats']}), one after the other on one fleet and router per arm ((c)'s first run is its tuning run, on
 a fleet of its own); tables give the median and the range (min-max) of the runs, and gains are paired run by run
 (run i of an arm against run i of (a)).

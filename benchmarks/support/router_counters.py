@@ -11,7 +11,7 @@ from __future__ import annotations
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from quantroute.router.requestmetrics import PIN_SECONDS_BUCKETS
+from quantroute.router.metrics.series import PIN_SECONDS_BUCKETS
 
 SAMPLES = {"quantroute_pin_commit_batch_size_sum": "claimed", "quantroute_pin_commit_batch_size_count": "batches",
            "quantroute_pin_commit_seconds_sum": "commit_s",

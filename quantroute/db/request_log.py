@@ -11,7 +11,7 @@ from sqlmodel import Field, SQLModel
 
 from quantroute.db.engine import count_rows_before, delete_rows_before, table_of
 
-# Values of request_log.arm and session_pin.arm (the router writes them, quantroute.router.canary): canary guards
+# Values of request_log.arm and session_pin.arm (the router writes them, quantroute.router.path.canary): canary guards
 # count only the first two, the arms the router's hash chose; "direct" marks a request that named its deployment
 # itself.
 BASELINE_ARM, CANDIDATE_ARM, DIRECT_ARM = "baseline", "candidate", "direct"

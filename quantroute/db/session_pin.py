@@ -82,7 +82,7 @@ class PinClaims:
     query text per batch in Python (it caches only statements of up to 50 parameters; a pin has 11) at half of
     the claim's client CPU, and a prepared statement per batch size. orjson writes the JSON in C; timestamps go as
     ISO 8601 with their offset, which the `timestamptz` columns read exactly. The router's pin connection runs the
-    same statement through asyncpg, and a VALUES row for a batch of one (`numbered`; see router/pindb.py)."""
+    same statement through asyncpg, and a VALUES row for a batch of one (`numbered`; see router/pins/claims.py)."""
 
     def __init__(self, dialect: Dialect) -> None:
         table = table_of(SessionPin)

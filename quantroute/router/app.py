@@ -18,26 +18,26 @@ import orjson
 
 from quantroute.classify import RequestError
 from quantroute.clock import utcnow
-from quantroute.router.admin import AdminApi
-from quantroute.router.canary import DIRECT
-from quantroute.router.decide import Decider, PinMoved, Route
+from quantroute.router.admin.api import AdminApi
+from quantroute.router.admin.peers import WorkerPeers
 from quantroute.router.errors import BadRequest, BodyTooLarge, MethodNotAllowed, Overloaded, RequestTimeout, RouterError
-from quantroute.router.metrics import RouterMetrics
-from quantroute.router.node_sync import NodeSync, load_nodes
-from quantroute.router.nodes import Node, NodePool, probe_loop
-from quantroute.router.peers import WorkerPeers
-from quantroute.router.pincommit import PinCommitter
-from quantroute.router.privacy import PendingReplay
-from quantroute.router.proxy import Forwarder, ForwardResult
-from quantroute.router.reload import PolicyHolder
-from quantroute.router.requestlog import RequestLogWriter
+from quantroute.router.metrics.registry import RouterMetrics
+from quantroute.router.nodes.pool import Node, NodePool, probe_loop
+from quantroute.router.nodes.sync import NodeSync, load_nodes
+from quantroute.router.nodes.upstream import FastUpstream, HttpxUpstream
+from quantroute.router.path.active_policy import PolicyHolder
+from quantroute.router.path.canary import DIRECT
+from quantroute.router.path.decide import Decider, PinMoved, Route
+from quantroute.router.path.forward import Forwarder, ForwardResult
+from quantroute.router.path.shadow import Shadower
+from quantroute.router.pins.committer import PinCommitter
+from quantroute.router.pins.store import PinStore
+from quantroute.router.requestlog.privacy import PendingReplay
+from quantroute.router.requestlog.retention import retention_loop
+from quantroute.router.requestlog.writer import RequestLogWriter
 from quantroute.router.responses import send_error
-from quantroute.router.retention import retention_loop
-from quantroute.router.sessions import PinStore
 from quantroute.router.settings import RouterSettings, tls_context
-from quantroute.router.shadow import Shadower
 from quantroute.router.supervise import supervise
-from quantroute.router.upstream import FastUpstream, HttpxUpstream
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from quantroute.router.privacy import DEFAULT_HEADER_ALLOWLIST, PromptStorage
+from quantroute.router.requestlog.privacy import DEFAULT_HEADER_ALLOWLIST, PromptStorage
 
 
 class RouterSettings(BaseSettings):

@@ -77,8 +77,8 @@ def serve(settings: RouterSettings, *, workers: int = 1, use_db: bool = True, lo
 def app_from_env():
     """uvicorn's factory in each worker process: the supervisor's settings, schema already checked."""
     from quantroute.logs import configure_logging
+    from quantroute.router.admin.peers import WorkerPeers
     from quantroute.router.app import create_app
-    from quantroute.router.peers import WorkerPeers
 
     settings = RouterSettings.model_validate_json(os.environ[SETTINGS_ENV])
     configure_logging(os.environ.get(LOG_LEVEL_ENV, settings.log_level), json_lines=settings.log_json)

@@ -17,11 +17,11 @@ import httpx
 import pytest
 from sqlmodel import col, select
 
-from quantroute import demo
 from quantroute.db.engine import make_engine, session
 from quantroute.db.request_log import RequestLog
+from quantroute.demo import simulated as demo
 from quantroute.rollout.checklist import BY_KEY
-from quantroute.router.canary import bucket
+from quantroute.router.path.canary import bucket
 from tests.conftest import wait_until
 
 CHROMIUM = "/usr/bin/chromium"

@@ -13,7 +13,7 @@ import pytest
 
 from dashboard import queries
 from quantroute.clock import utcnow
-from quantroute.router.requestlog import RequestLogWriter
+from quantroute.router.requestlog.writer import RequestLogWriter
 
 
 @pytest.fixture

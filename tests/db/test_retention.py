@@ -18,7 +18,7 @@ from quantroute.db import request_log
 from quantroute.db.audit import AuditEvent
 from quantroute.db.engine import session as db_session
 from quantroute.db.request_stats import RequestStatsMinute
-from quantroute.router.requestlog import RequestLogWriter
+from quantroute.router.requestlog.writer import RequestLogWriter
 
 HOURS_BACK = (0.2, 0.5, 3, 30, 50, 80)  # six rows per age, one age per tier mix
 

@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 from quantroute.clock import utcnow
 from quantroute.db.session_pin import SessionPin, list_pins
 from quantroute.rollout.pins import release_candidate_pins
-from quantroute.router.canary import BASELINE, CANDIDATE
+from quantroute.router.path.canary import BASELINE, CANDIDATE
 
 
 def _pin(key: str, *, arm: str | None, model: str = "m", used_s_ago: float = 0,

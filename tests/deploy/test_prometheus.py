@@ -40,7 +40,7 @@ def test_promtool_accepts_the_configs_and_rules(args):
 
 
 def test_every_alert_the_issue_names_exists_and_uses_metrics_the_router_exports():
-    from quantroute.router.metrics import RouterMetrics
+    from quantroute.router.metrics.registry import RouterMetrics
 
     rules = {r["alert"]: r for g in yaml.safe_load((PROM / "alerts.yml").read_text())["groups"] for r in g["rules"]}
     assert set(rules) >= {"QuantrouteModelWithoutHealthyNode", "QuantrouteTierWithoutHealthyNode",
@@ -166,7 +166,7 @@ def _query(prom: str, expr: str) -> list:
 
 
 def test_the_grafana_dashboard_covers_the_router_and_uses_exported_metrics():
-    from quantroute.router.metrics import RouterMetrics
+    from quantroute.router.metrics.registry import RouterMetrics
 
     dash = json.loads((DEPLOY / "grafana" / "quantroute-router.json").read_text())
     exported = set()

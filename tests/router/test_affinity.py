@@ -16,7 +16,7 @@ from sqlmodel import Session, col, select
 from quantroute.db.engine import make_engine
 from quantroute.db.request_log import RequestLog
 from quantroute.fleet import parse_fleet
-from quantroute.router.select import BUSY, FAILED, GONE, UNHEALTHY, sticky_node, utilization
+from quantroute.router.path.select import BUSY, FAILED, GONE, UNHEALTHY, sticky_node, utilization
 from quantroute.sim.runner import running_fleet
 from tests.router.conftest import FP16, INT4, MODEL, TOLERANT, admin, chat, router_at
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from quantroute.router.canary import BASELINE, CANDIDATE, choose_arm
+from quantroute.router.path.canary import BASELINE, CANDIDATE, choose_arm
 from tests.conftest import wait_until
 from tests.router.conftest import (
     INT4,

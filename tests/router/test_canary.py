@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from quantroute.router.canary import CANDIDATE, bucket, choose_arm
+from quantroute.router.path.canary import CANDIDATE, bucket, choose_arm
 
 
 def test_canary_hash_is_stable_and_monotonic_in_percent():

@@ -11,7 +11,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from quantroute.router.metrics import RouterMetrics, merge_worker_metrics
+from quantroute.router.metrics.registry import RouterMetrics, merge_worker_metrics
 from tests.router.conftest import INT4, INT4_V2, TOLERANT, chat, router_at
 from tests.support.sqlite_lock import WriteLock
 
@@ -48,7 +48,7 @@ def test_request_series_render_what_prometheus_client_rendered():
     and Histogram rendered them (names, help, labels, buckets, counts, sums; no _created series)."""
     from prometheus_client import CollectorRegistry, Counter, Histogram
 
-    from quantroute.router.requestmetrics import DECISION_BUCKETS, LATENCY_BUCKETS, RequestSeries
+    from quantroute.router.metrics.series import DECISION_BUCKETS, LATENCY_BUCKETS, RequestSeries
 
     ours, theirs = RequestSeries(), CollectorRegistry()
     requests = Counter("quantroute_requests_total", "Requests routed", ["tier", "deployment", "arm", "status"],
@@ -98,7 +98,7 @@ def test_pin_series_render_what_prometheus_client_rendered():
     nothing observed yet (the series present at 0) to values on and beyond the bucket bounds."""
     from prometheus_client import CollectorRegistry, Histogram
 
-    from quantroute.router.requestmetrics import PinSeries
+    from quantroute.router.metrics.series import PinSeries
 
     # the buckets written out as prometheus_client had them, so a changed bound fails here too
     seconds = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1)

@@ -1,4 +1,4 @@
-"""The workers' control sockets (router/peers.py): slots, asking every other worker, and the ways a peer fails."""
+"""The workers' control sockets (router/admin/peers.py): slots, asking every other worker, and the ways a peer fails."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import orjson
 import pytest
 
-from quantroute.router.peers import WorkerPeers
+from quantroute.router.admin.peers import WorkerPeers
 
 
 def run(coro):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 
-from quantroute.router.pincommit import PinCommitter, PinNotStored
-from quantroute.router.pindb import SqliteClaims
+from quantroute.router.pins.claims import SqliteClaims
+from quantroute.router.pins.committer import PinCommitter, PinNotStored
 from tests.support.pins import pin_row
 from tests.support.sqlite_lock import WriteLock
 

@@ -15,8 +15,8 @@ import pytest
 
 from quantroute.clock import utcnow
 from quantroute.db.engine import make_engine
-from quantroute.router.pincommit import PinCommitter
-from quantroute.router.pindb import SqliteClaims, claims_for
+from quantroute.router.pins.claims import SqliteClaims, claims_for
+from quantroute.router.pins.committer import PinCommitter
 from tests.support.pins import pin_row
 from tests.support.sqlite_lock import WriteLock
 
@@ -96,7 +96,7 @@ def test_a_claim_gives_up_when_its_deadline_passes_with_the_lock_still_taken(sql
     with the lock held for 2 s and 0.3 s to go, the claim fails (the committer then retries or fails its
     requests) instead of storing the pin long after its requests gave up. Afterwards the same object claims
     normally."""
-    from quantroute.router.pindb import TransientError
+    from quantroute.router.pins.claims import TransientError
 
     claims = SqliteClaims(sqlite_engine)
     lock = WriteLock(sqlite_engine.url.database, seconds=2.0)
@@ -111,7 +111,7 @@ def test_a_claim_gives_up_when_its_deadline_passes_with_the_lock_still_taken(sql
 def test_a_pin_whose_batch_waits_past_its_deadline_fails_and_is_not_stored_later(sqlite_engine):
     """Through the committer: the lock is held longer than the claim's timeout, so the request's pin fails with
     `PinNotStored` (the request fails cleanly); no pin appears afterwards for a session whose first turn failed."""
-    from quantroute.router.pincommit import PinNotStored
+    from quantroute.router.pins.committer import PinNotStored
 
     async def go() -> BaseException | None:
         committer = PinCommitter(sqlite_engine, timeout_s=0.3)
@@ -176,7 +176,7 @@ def test_a_postgres_claim_held_by_a_lock_is_bounded_in_the_caller_s_task_and_the
     a task of its own (asyncio.wait_for) cost a loop iteration before the statement went out and another after
     its answer came back, on every batch."""
     from quantroute.db.engine import init_db
-    from quantroute.router.pindb import AsyncpgClaims, TransientError
+    from quantroute.router.pins.claims import AsyncpgClaims, TransientError
 
     eng = make_engine(pg_url)
     init_db(eng)
@@ -225,7 +225,7 @@ def test_asyncpg_claims_round_trip_exactly_and_hand_back_our_own_rows_or_the_sto
     refused), and the schema as `options=-csearch_path=...`, which it must keep."""
     from quantroute.db.engine import init_db
     from quantroute.db.session_pin import PinClaims
-    from quantroute.router.pindb import AsyncpgClaims
+    from quantroute.router.pins.claims import AsyncpgClaims
 
     eng = make_engine(f"{pg_url}&connect_timeout=3")
     init_db(eng)
@@ -270,7 +270,7 @@ def test_a_one_pin_asyncpg_claim_reads_and_creates_as_a_batch_does(pg_url):
 
     from quantroute.db.engine import init_db
     from quantroute.db.session_pin import PinClaims
-    from quantroute.router.pindb import AsyncpgClaims, TransientError
+    from quantroute.router.pins.claims import AsyncpgClaims, TransientError
 
     eng = make_engine(pg_url)
     init_db(eng)
@@ -321,7 +321,7 @@ def test_a_postgres_pin_connection_the_server_drops_fails_its_batch_as_transient
     into single rows and rejected), and the next claim connects afresh. A connection dropped while idle is
     noticed before the next batch, which connects afresh without failing."""
     from quantroute.db.engine import init_db
-    from quantroute.router.pindb import TransientError
+    from quantroute.router.pins.claims import TransientError
 
     eng = make_engine(pg_url)
     init_db(eng)
@@ -365,8 +365,8 @@ def test_a_pin_connection_the_server_refuses_fails_the_batch_whole_after_its_dea
     as not stored in time; it does not split the batch and reject every row as the database's verdict on it."""
     from sqlalchemy.engine import make_url
 
-    from quantroute.router.pincommit import PinNotStored
-    from quantroute.router.pindb import TransientError
+    from quantroute.router.pins.claims import TransientError
+    from quantroute.router.pins.committer import PinNotStored
 
     eng = make_engine(make_url(pg_url).set(username="no_such_role_here").render_as_string(hide_password=False))
 
@@ -408,7 +408,7 @@ def test_without_asyncpg_postgres_pins_are_claimed_from_a_worker_thread(pg_url, 
     import sys
 
     from quantroute.db.engine import init_db
-    from quantroute.router.pindb import ThreadedClaims
+    from quantroute.router.pins.claims import ThreadedClaims
 
     monkeypatch.setitem(sys.modules, "asyncpg", None)  # import asyncpg -> ImportError
     eng = make_engine(pg_url)
@@ -441,7 +441,7 @@ def test_a_committer_moved_to_another_postgres_engine_commits_there_without_the_
     """The same on PostgreSQL, where it matters: after the engine is replaced, the next batch goes out on a new
     pin connection to the new engine, and that connection commits without the flush."""
     from quantroute.db.engine import init_db
-    from quantroute.router.pindb import AsyncpgClaims
+    from quantroute.router.pins.claims import AsyncpgClaims
 
     first, second = make_engine(pg_url), make_engine(pg_url)
     init_db(first)
@@ -470,7 +470,7 @@ def test_a_batch_with_rows_the_database_refuses_stores_every_other_pin(engine):
     """On both databases (on PostgreSQL the rows travel as one JSON parameter): a row the database refuses (a
     missing model; on PostgreSQL also a NUL, which JSON can carry and a text column cannot) fails alone with
     `PinNotStored`, its batch split around it; every other pin of the batch is stored."""
-    from quantroute.router.pincommit import PinNotStored
+    from quantroute.router.pins.committer import PinNotStored
 
     bad = {"no-model": {**pin_row("no-model"), "model": None}}
     if engine.dialect.name == "postgresql":

@@ -39,7 +39,7 @@ def test_whatever_validates_compiles():
 
 def test_a_reload_that_crashes_leaves_the_watcher_running(make_settings, policies, monkeypatch):
     """Any exception while building a version (not only validation errors) is a failed reload, not a dead task."""
-    import quantroute.router.reload as reload_mod
+    import quantroute.router.path.active_policy as reload_mod
 
     real = reload_mod.ActivePolicy.build
 

@@ -16,7 +16,7 @@ from quantroute.clock import utcnow
 from quantroute.db.engine import init_db, make_engine
 from quantroute.db.request_stats import COLUMNS, KEY, minute_stats, rollup_select_sql
 from quantroute.db.schema import alembic_config
-from quantroute.router.requestlog import RequestLogWriter
+from quantroute.router.requestlog.writer import RequestLogWriter
 
 TIERS = [("fp16", "llama3-8b-fp16"), ("int8", "llama3-8b-w8a8-int8"), ("int4", "llama3-8b-awq-w4a16"),
          (None, None)]  # no tier / deployment: the router could not route it

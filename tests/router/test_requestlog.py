@@ -14,8 +14,8 @@ from quantroute.db.request_log import RequestLog
 from quantroute.db.request_stats import RequestStatsMinute
 from quantroute.db.shadow_pair import COLUMNS as SHADOW_COLUMNS
 from quantroute.db.shadow_pair import ShadowPair
-from quantroute.router.requestlog import RequestLogWriter
-from quantroute.router.shadow import ShadowLogWriter
+from quantroute.router.path.shadow import ShadowLogWriter
+from quantroute.router.requestlog.writer import RequestLogWriter
 
 
 def test_every_column_round_trips(engine):
@@ -79,7 +79,7 @@ def test_a_batch_is_inserted_with_one_statement_per_chunk_not_one_per_row(tmp_pa
     from sqlalchemy import event, text
 
     from quantroute.db.engine import init_db, make_engine
-    from quantroute.router.requestlog import RequestLogWriter
+    from quantroute.router.requestlog.writer import RequestLogWriter
 
     eng = make_engine(f"sqlite:///{tmp_path / 'log.db'}")
     init_db(eng)

@@ -12,7 +12,7 @@ from sqlmodel import select
 from quantroute.clock import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
-from quantroute.router.requestlog import RequestLogWriter
+from quantroute.router.requestlog.writer import RequestLogWriter
 
 
 def row(request_id: str, **over) -> dict:
@@ -208,7 +208,7 @@ def test_a_large_row_is_prepared_in_the_writers_thread_not_on_the_loop(engine):
     the writer's thread, where a failure still costs that row only."""
     import threading
 
-    from quantroute.router.requestlog import LOOP_PREPARE_MAX_BYTES
+    from quantroute.router.requestlog.writer import LOOP_PREPARE_MAX_BYTES
 
     drops = Drops()
     writer = RequestLogWriter(engine, batch_size=100, on_drop=drops)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from quantroute.router.select import pick_node
+from quantroute.router.path.select import pick_node
 from quantroute.tiers import Tier, tiers_at_or_above
 
 

@@ -131,8 +131,8 @@ def test_a_claimed_pin_is_adopted_by_whoever_reads_it_next_without_a_callback(sq
     lookup; a claim that failed is forgotten there, counted, and the next turn claims again."""
     import asyncio
 
-    from quantroute.router.pincommit import PinCommitter
-    from quantroute.router.sessions import PinStore
+    from quantroute.router.pins.committer import PinCommitter
+    from quantroute.router.pins.store import PinStore
 
     async def go() -> None:
         engines = [make_engine(sqlite_url), make_engine(sqlite_url)]

@@ -7,8 +7,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quantroute.router import storable
-from quantroute.router.storable import MAX_DEPTH, MAX_STRING, MAX_TEXT, _as_is, bound_json, storable_row
+from quantroute.router.requestlog import storable
+from quantroute.router.requestlog.storable import MAX_DEPTH, MAX_STRING, MAX_TEXT, _as_is, bound_json, storable_row
 
 TEXT = st.text(max_size=30) | st.sampled_from(["", "\x00", "a\x00b", "\ud800", "x" * (MAX_STRING + 5), "é✓中文",
                                                "k" * (MAX_TEXT + 1), "\\u0000"])

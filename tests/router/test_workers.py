@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
 
 from quantroute.db.engine import make_engine
-from quantroute.router.peers import WorkerPeers
+from quantroute.router.admin.peers import WorkerPeers
 from tests.conftest import wait_until
 from tests.router.conftest import SENSITIVE, TOLERANT, admin, chat, kill, router_at, router_process
 

@@ -17,7 +17,7 @@ from quantroute.clock import utcnow
 from quantroute.db.engine import init_db, make_engine
 from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
-from quantroute.router.privacy import _SECRET_TEXT, REDACTED, redact_text, replay_record
+from quantroute.router.requestlog.privacy import _SECRET_TEXT, REDACTED, redact_text, replay_record
 from tests.conftest import wait_until
 from tests.router.conftest import MODEL, make_settings, policies, router_at, sim  # noqa: F401  (fixtures)
 
@@ -134,6 +134,6 @@ JSONISH = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | 
 @settings(max_examples=400, deadline=None, database=None)
 @given(body=st.dictionaries(st.sampled_from(["model", "messages", "prompt", "tools", "user"]), JSONISH, max_size=5))
 def test_the_whole_body_prefilter_keeps_exactly_what_the_walk_would(body):
-    from quantroute.router.privacy import _redact
+    from quantroute.router.requestlog.privacy import _redact
 
     assert replay_record(body, {}, storage="redacted", allow=())["body"] == _redact(body)

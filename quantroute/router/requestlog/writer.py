@@ -39,8 +39,8 @@ from quantroute.db.engine import require_engine, table_of
 from quantroute.db.processors import bind_processors
 from quantroute.db.request_log import RequestLog
 from quantroute.db.request_stats import minute_stats, upsert_minute_stats, upsert_statement
-from quantroute.router.privacy import PendingReplay
-from quantroute.router.storable import storable_row
+from quantroute.router.requestlog.privacy import PendingReplay
+from quantroute.router.requestlog.storable import storable_row
 
 log = logging.getLogger(__name__)
 

@@ -24,15 +24,15 @@ from sqlalchemy.engine import Engine
 
 from quantroute.db.shadow_pair import COLUMNS, ShadowPair
 from quantroute.policy.model import Shadow
-from quantroute.router.canary import BASELINE, CANDIDATE
-from quantroute.router.decide import Route
-from quantroute.router.metrics import LATENCY_BUCKETS
-from quantroute.router.nodes import Node, NodePool
-from quantroute.router.privacy import PromptStorage, redact_text, replay_record
-from quantroute.router.proxy import upstream_headers
-from quantroute.router.requestlog import RequestLogWriter
-from quantroute.router.select import load
-from quantroute.router.upstream import UpstreamError
+from quantroute.router.metrics.registry import LATENCY_BUCKETS
+from quantroute.router.nodes.pool import Node, NodePool
+from quantroute.router.nodes.upstream import UpstreamError
+from quantroute.router.path.canary import BASELINE, CANDIDATE
+from quantroute.router.path.decide import Route
+from quantroute.router.path.forward import upstream_headers
+from quantroute.router.path.select import load
+from quantroute.router.requestlog.privacy import PromptStorage, redact_text, replay_record
+from quantroute.router.requestlog.writer import RequestLogWriter
 from quantroute.shadow.compare import compare
 from quantroute.shadow.response import Answer, read_answer
 from quantroute.tiers import Tier

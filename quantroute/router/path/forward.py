@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import orjson
 
 from quantroute.router.errors import UpstreamFailed
-from quantroute.router.nodes import Node, NodePool
-from quantroute.router.upstream import UpstreamError, UpstreamTimeout
+from quantroute.router.nodes.pool import Node, NodePool
+from quantroute.router.nodes.upstream import UpstreamError, UpstreamTimeout
 
 MAX_CAPTURE_BYTES = 1024 * 1024  # a larger answer is not kept for a shadow comparison
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 from quantroute.classify import compile_policy
 from quantroute.fleet import Fleet, NodeSpec
-from quantroute.loadtest.quality_cost import request_category
 from quantroute.loadtest.traffic import TrafficLine
 from quantroute.policy.model import DeploymentMeta, Policy, Rule, Threshold, TierSpec
 from quantroute.tiers import Tier, cheapest_served_tier
+from support.quality_cost import request_category
 
 # Why these: greedy decoding is where quantization noise flips the winning token (seed 000), so temperature <= 0.2
 # alone is worth a higher tier; rewriting tasks (summaries, extraction, translation) must stay faithful to a

@@ -7,7 +7,7 @@ fleet's deployments, with their metadata taken from the artifacts (quantize's re
 checksums). The fleet comes up through `quantroute fleet up --engine vllm`, which registers each node with the
 router (tier read from the artifact). Prints a routed transcript, the URLs and logins; Ctrl-C stops all.
 
-    python -m quantroute.demo_real [--dir .demo-real] [--fleet data/fleet-real-cpu.yaml] [--dashboard-port N]
+    python -m quantroute.demo.real [--dir .demo-real] [--fleet data/fleet-real-cpu.yaml] [--dashboard-port N]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from quantroute.demo import DASHBOARD_APP, REPO, _spawn, _stop, _wait_http, create_users
+from quantroute.demo.simulated import DASHBOARD_APP, REPO, _spawn, _stop, _wait_http, create_users
 from quantroute.launcher.policy import fleet_policy
 from quantroute.launcher.spec import RealFleet, load_real_fleet
 from quantroute.ports import free_port
@@ -99,7 +99,7 @@ def transcript(router_url: str, model: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m quantroute.demo_real", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m quantroute.demo.real", description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", default=".demo-real", type=Path)
     ap.add_argument("--fleet", default=REPO / "data/fleet-real-cpu.yaml", type=Path)
     ap.add_argument("--dashboard-port", type=int, default=None)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from quantroute.loadtest.experiment import CapacityResult, StepResult
+from support.fleet_capacity import CapacityResult, StepResult
 
 
 class LatencySlo(BaseModel):

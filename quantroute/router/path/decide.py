@@ -1,4 +1,4 @@
-"""The routing decision for one request (DESIGN.md "Routing decision", steps 2-6): score, tier, session pin,
+"""The routing decision for one request (ARCHITECTURE.md "Routing decision", steps 2-6): score, tier, session pin,
 canary arm, node; waiting for capacity and escalating when the chosen tier has none.
 
 I/O here is limited to the pin store (cache first) and waiting on the fleet's capacity signal; the choices
@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from quantroute.classify import Decision
-from quantroute.router.canary import BASELINE, CANDIDATE, choose_arm
 from quantroute.router.errors import BadRequest, NoCapacity, NotFound, SessionPinUnavailable
-from quantroute.router.nodes import Node, NodePool
-from quantroute.router.reload import ActivePolicy
-from quantroute.router.select import pick_node, sticky_node
-from quantroute.router.sessions import Pin, PinStore
+from quantroute.router.nodes.pool import Node, NodePool
+from quantroute.router.path.active_policy import ActivePolicy
+from quantroute.router.path.canary import BASELINE, CANDIDATE, choose_arm
+from quantroute.router.path.select import pick_node, sticky_node
+from quantroute.router.pins.store import Pin, PinStore
 from quantroute.tiers import Tier
 
 DEPLOYMENT_HEADER = "x-quantroute-deployment"  # request header: serve exactly this deployment

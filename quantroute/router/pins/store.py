@@ -33,7 +33,7 @@ from quantroute.db.session_pin import (
     set_served_deployment,
     touch_pin,
 )
-from quantroute.router.pincommit import PinCommitter
+from quantroute.router.pins.committer import PinCommitter
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from quantroute.router.pindb import Claims, TransientError, claims_for
+from quantroute.router.pins.claims import Claims, TransientError, claims_for
 
 log = logging.getLogger(__name__)
 

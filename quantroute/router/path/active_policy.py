@@ -28,7 +28,7 @@ from quantroute.db.policy_state import activations, active_version
 from quantroute.policy.loader import load_policy
 from quantroute.policy.model import Policy
 from quantroute.policy.store import PolicyStore
-from quantroute.router.canary import CANDIDATE
+from quantroute.router.path.canary import CANDIDATE
 from quantroute.tiers import Tier, cheapest_served_tier, tiers_at_or_above
 
 log = logging.getLogger(__name__)

@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 
 from quantroute.fleet import load_fleet
-from quantroute.loadtest import arms
-from quantroute.loadtest.experiment import Ladder, run_capacity
-from quantroute.loadtest.mix import tolerant_mix, tolerant_share
 from quantroute.loadtest.stats import Slo
 from quantroute.loadtest.traffic import load_traffic, with_model
 from quantroute.policy.loader import load_policy
+from support import fleet_arms as arms
+from support.fleet_capacity import Ladder, run_capacity
+from support.fleet_mixes import tolerant_mix, tolerant_share
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = load_fleet(REPO / "data/fleet-seed000.yaml")

@@ -36,7 +36,7 @@ import yaml
 
 from quantroute.ports import free_port
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # The dashboard is the top-level package `dashboard` (beside quantroute in a checkout and in the wheel); found by
 # spec rather than imported, so the library never imports the entry point above it.
 _DASHBOARD_SPEC = importlib.util.find_spec("dashboard.app")

@@ -18,7 +18,7 @@ from quantroute.db.engine import session as db_session
 from quantroute.db.node import NodeRow, list_nodes
 from quantroute.fleet import load_fleet
 from quantroute.node import NodeIdentity
-from quantroute.router.nodes import Node, NodePool
+from quantroute.router.nodes.pool import Node, NodePool
 
 log = logging.getLogger(__name__)
 

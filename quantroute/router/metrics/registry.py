@@ -12,7 +12,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from quantroute.router.requestmetrics import LATENCY_BUCKETS, PinSeries, RequestSeries
+from quantroute.router.metrics.series import LATENCY_BUCKETS, PinSeries, RequestSeries
 
 # LATENCY_BUCKETS: the shadow metrics use them too
 __all__ = ["LATENCY_BUCKETS", "RouterMetrics", "build_version", "merge_worker_metrics"]

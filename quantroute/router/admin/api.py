@@ -20,13 +20,13 @@ from quantroute.db.audit import record
 from quantroute.db.engine import session as db_session
 from quantroute.db.node import NodeRow, upsert_node
 from quantroute.node import NodeIdentity, merge_node_views
+from quantroute.router.admin.peers import WorkerPeers
 from quantroute.router.errors import BadRequest, MethodNotAllowed, RouterError, Unauthorized, WorkersUnreachable
-from quantroute.router.metrics import merge_worker_metrics
-from quantroute.router.nodes import Node, NodePool
-from quantroute.router.peers import WorkerPeers
-from quantroute.router.reload import PolicyHolder
+from quantroute.router.metrics.registry import merge_worker_metrics
+from quantroute.router.nodes.pool import Node, NodePool
+from quantroute.router.path.active_policy import PolicyHolder
+from quantroute.router.pins.store import PinStore
 from quantroute.router.responses import send_bytes, send_json
-from quantroute.router.sessions import PinStore
 
 log = logging.getLogger(__name__)
 

@@ -31,12 +31,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel, Field
 
 from quantroute.fleet import Fleet
-from quantroute.loadtest.arms import top_tier_share
-from quantroute.loadtest.quality_cost import request_category, served_counts
 from quantroute.loadtest.stack import FleetStack, fleet_stack
 from quantroute.loadtest.stats import Slo, StepStats, breach, summarize
 from quantroute.loadtest.traffic import RequestResult, TrafficLine, replay, units
 from quantroute.policy.model import Policy
+from support.fleet_arms import top_tier_share
+from support.quality_cost import request_category, served_counts
 
 
 class Invariants(BaseModel):

@@ -1,0 +1,1 @@
+"""The demos: the whole product on one machine, over a simulated fleet (`simulated`) or real vLLM servers (`real`)."""
