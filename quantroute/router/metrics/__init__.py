@@ -1,1 +1,1 @@
-"""metrics"""
+"""Prometheus metrics: the per-app registry and the plain-number series the request path updates."""
