@@ -11,6 +11,7 @@ import itertools
 import logging
 import os
 import time
+from dataclasses import replace
 from datetime import timedelta
 
 import httpx
@@ -251,7 +252,6 @@ class Router:
                 raise BadRequest(e.message, param=e.param) from None
             if not route.waited:
                 self.metrics.decision_seconds.observe(time.perf_counter() - started)
-            route.rules_header = ",".join(route.decision.rule_names).encode() if route.decision else b""
             shadow = self.shadows.sample(route, data, len(body))  # None for all but a sampled share
             out.capture = shadow is not None
             try:
@@ -259,11 +259,10 @@ class Router:
             except PinMoved as moved:  # another replica pinned this session first: go where its pin says
                 (self.metrics.affinity_moves if moved.affinity else self.metrics.pin_conflicts).inc()
                 route = await self.decider.follow(route)
-                route.rules_header = ",".join(route.decision.rule_names).encode() if route.decision else b""
                 await self._forward(route, path, body, raw_headers, receive, send, started, out)
             if shadow is not None:  # the client has its whole answer: the shadow starts now, and is not awaited
-                route.node = out.node or route.node
-                self.shadows.launch(shadow, route=route, path=path, body=body, headers=raw_headers, served=out.body,
+                served = replace(route, node=out.node) if out.node is not None else route
+                self.shadows.launch(shadow, route=served, path=path, body=body, headers=raw_headers, served=out.body,
                                     served_status=out.status, request_id=request_id, ts=ts, data=data,
                                     header_map=headers)
         except RouterError as e:
@@ -318,7 +317,7 @@ class Router:
         timer = loop.call_later(WATCH_AFTER_S, lambda: watcher.append(loop.create_task(watch())))
         try:
             await self.forwarder.forward(path=path, body=body, headers=raw_headers, first=route.node,  # type: ignore[union-attr]  # set by startup(), before any request
-                                         pick_other=lambda tried: self.decider.pick(route, tried), send=send,
+                                         pick_other=lambda tried: self.decider.pick(route.target, tried), send=send,
                                          response_headers=lambda node: self.route_headers(route, node),
                                          started=started, out=out, gate=gate)
         except asyncio.CancelledError:

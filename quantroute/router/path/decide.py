@@ -10,8 +10,9 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 
 from quantroute.classify import Decision
 from quantroute.router.errors import BadRequest, NoCapacity, NotFound, SessionPinUnavailable
@@ -25,33 +26,96 @@ from quantroute.tiers import Tier
 DEPLOYMENT_HEADER = "x-quantroute-deployment"  # request header: serve exactly this deployment
 
 
+class PinState(Enum):
+    """What the session's pin did for a route."""
+
+    NONE = "none"  # no session key (or sessions off): nothing pinned
+    FOLLOWED = "followed"  # an existing pin chose the tier, arm and deployment, not this request's score
+    CLAIMED = "claimed"  # a first turn: the route is claimed as the session's pin (stored while it is forwarded)
+    FOUND = "found"  # claimed, but the claim found the session pinned already, to this same route
+
+
+class Placement(Enum):
+    """How the route's node was found."""
+
+    FIRST = "first"  # a node with room at the first tier tried
+    ESCALATED = "escalated"  # no room at the decision's tier: a node at a tier above it
+    WAITED = "waited"  # no room at once: waited for the fleet's capacity
+
+
 @dataclass(slots=True)
-class Route:
-    """Where one request goes and why; read by the proxy, the response headers and the request log."""
+class Target:
+    """Which nodes may serve a request: one tier's deployments, narrowed by its session's pin. `Decider.pick`
+    reads it for the first node and for every retry, and records what it did (`prefer`, `affinity`)."""
 
     policy: ActivePolicy
-    model: str
     tier: Tier
-    node: Node
-    arm: str | None = None
-    decision: Decision | None = None
+    deployments: tuple[str, ...]
     session_key: str | None = None
-    pinned: bool = False
-    from_pin: bool = False  # the tier came from an existing session pin, not from this request's score
-    pin_created: datetime | None = None
-    deployments: tuple[str, ...] = ()
-    escalated: bool = False
-    waited: bool = False
-    rules_header: bytes = b""
-    tried: set[str] = field(default_factory=set)
-    prefer: str | None = None  # a pinned session's deployment: used while it has a healthy node
-    pin: Pin | None = None  # the session's pin (possibly still being stored: see Decider.settle)
-    # the client named the deployment (its id as `model`, x-quantroute-deployment, or a session pinned that way):
-    # logged as arm "direct", never counted by canary guards, which count only the router's hash assignment
-    direct: bool = False
+    pin_created: datetime | None = None  # nodes quiescent since the pin was made are left out
     last_node: str | None = None  # node affinity: the node that served the session's last turn
+    prefer: str | None = None  # a pinned session's deployment: used while it has a healthy node
     affinity: str | None = None  # what node affinity did: "kept", or "fallback_<why>" (select.sticky_node)
-    claimed: bool = False  # routed as a first turn: its pin claim may return another replica's pin
+
+
+@dataclass(slots=True)
+class Route:
+    """Where one request goes and why, made once its node is picked; read by the proxy, the response headers and
+    the request log."""
+
+    target: Target
+    node: Node  # the first node picked (a retry may go elsewhere: ForwardResult.node)
+    model: str
+    decision: Decision
+    arm: str | None
+    # the deployment the client named (its id as `model`, x-quantroute-deployment, or a session pinned that way):
+    # logged as arm "direct", never counted by canary guards, which count only the router's hash assignment
+    fixed: str | None
+    placement: Placement
+    pin_state: PinState = PinState.NONE
+    pin: Pin | None = None  # the session's pin (possibly still being stored: see Decider.settle)
+
+    @property
+    def policy(self) -> ActivePolicy:
+        return self.target.policy
+
+    @property
+    def tier(self) -> Tier:
+        return self.target.tier
+
+    @property
+    def session_key(self) -> str | None:
+        return self.target.session_key
+
+    @property
+    def affinity(self) -> str | None:
+        return self.target.affinity
+
+    @property
+    def direct(self) -> bool:
+        return self.fixed is not None
+
+    @property
+    def escalated(self) -> bool:
+        return self.placement is Placement.ESCALATED
+
+    @property
+    def waited(self) -> bool:
+        return self.placement is Placement.WAITED
+
+    @property
+    def from_pin(self) -> bool:
+        """The tier came from an existing session pin, not from this request's score."""
+        return self.pin_state is PinState.FOLLOWED or self.pin_state is PinState.FOUND
+
+    @property
+    def claimed(self) -> bool:
+        """Routed as a first turn: its pin claim may return another replica's pin."""
+        return self.pin_state is PinState.CLAIMED or self.pin_state is PinState.FOUND
+
+    @property
+    def rules_header(self) -> bytes:
+        return ",".join(self.decision.rule_names).encode()
 
 
 KEPT = "kept"
@@ -138,29 +202,26 @@ class Decider:
                 # tier, once, and stay there even if a later canary starts again.
                 self.pins.rearm(key, BASELINE)
                 pin.arm, pin.served_deployment = BASELINE, None
-        deps = (pin.deployment,) if pin.deployment else ap.deployments(model, tier, pin.arm)
-        route = Route(ap, model, tier, None, pin.arm, decision, key, pinned=True, from_pin=True,  # type: ignore[arg-type]  # node: picked below, set before the route is returned
-                      pin_created=pin.created_at, deployments=deps)
-        route.pin = pin
-        route.direct = bool(pin.deployment)
-        if self.affinity_max_load is not None:
-            route.last_node = pin.node
+        arm, fixed = pin.arm, pin.deployment or None  # as the pin is now (it may be adopted while we wait)
+        deps = (fixed,) if fixed else ap.deployments(model, tier, arm)
+        target = Target(ap, tier, deps, session_key=key, pin_created=pin.created_at,
+                        last_node=pin.node if self.affinity_max_load is not None else None)
         if not pin.deployment:
-            route.prefer = pin.served_deployment
-            if route.prefer is not None and route.prefer not in deps:  # the policy no longer has it here
-                self._fall_back(route, None, "not_in_policy")
-        node = self.pick(route, set())
+            target.prefer = pin.served_deployment
+            if target.prefer is not None and target.prefer not in deps:  # the policy no longer has it here
+                self._fall_back(target, None, "not_in_policy")
+        placement = Placement.FIRST
+        node = self.pick(target, set())
         if node is None:  # pinned: same tier always; wait for room, then 503
-            node = await self._wait(route, ap.policy.sessions.max_wait_ms / 1000)
+            node, placement = await self._wait(target, ap.policy.sessions.max_wait_ms / 1000), Placement.WAITED
         if node is None:
             self._count_503(tier, True)
             raise NoCapacity(f"no capacity at tier {tier.value} for session {key!r} (pinned); retry later",
                              headers={"Retry-After": str(self.retry_after_s)})
-        route.node = node
-        if not pin.deployment and route.prefer is None:  # a pin from before served_deployment: adopt this one
-            route.prefer = node.deployment
+        if not pin.deployment and target.prefer is None:  # a pin from before served_deployment: adopt this one
+            target.prefer = node.deployment
             self.pins.set_served(key, node.deployment)
-        return route
+        return Route(target, node, model, decision, arm, fixed, placement, PinState.FOLLOWED, pin)
 
     async def _unpinned(self, ap: ActivePolicy, model: str, fixed: str | None, decision: Decision,
                         key: str | None, headers: Mapping[str, str]) -> Route:
@@ -180,41 +241,50 @@ class Decider:
             arm = None
             if canary is not None and canary.percent > 0:  # a canary at 0 % is not running: no arms
                 arm = choose_arm(key or headers.get("x-request-id") or uuid.uuid4().hex, canary.percent, model)
-        route = Route(ap, model, tier, None, arm, decision, key)  # type: ignore[arg-type]  # node: picked below, set before the route is returned
-        route.direct = fixed is not None
-        for i, t in enumerate(ladder):  # cheapest first; never below the decision's tier
-            route.tier = t
-            route.deployments = (fixed,) if fixed else ap.deployments(model, t, arm)
-            node = self.pick(route, set())
-            if node is not None:
-                route.node, route.escalated = node, i > 0
-                break
-            if i == 0 and self.on_miss is not None:
-                self.on_miss()
-        else:
-            route.tier = tier
-            route.deployments = (fixed,) if fixed else ap.deployments(model, tier, arm)
-            node = await self._wait(route, policy.sessions.max_wait_ms / 1000)
+        target = Target(ap, tier, (), session_key=key)
+        found = self._climb(target, ladder, model, fixed, arm)
+        if found is None:
+            target.tier = tier
+            target.deployments = (fixed,) if fixed else ap.deployments(model, tier, arm)
+            node = await self._wait(target, policy.sessions.max_wait_ms / 1000)
             if node is None:
                 self._count_503(tier, False)
                 raise NoCapacity(f"no capacity at tier {tier.value} or any tier the policy allows above it",
                                  headers={"Retry-After": str(self.retry_after_s)})
-            route.node = node
-        if route.escalated and self.metrics:
-            self.metrics.escalations.labels(tier.value, route.tier.value).inc()
+            found = node, Placement.WAITED
+        node, placement = found
+        if placement is Placement.ESCALATED and self.metrics:
+            self.metrics.escalations.labels(tier.value, target.tier.value).inc()
+        route = Route(target, node, model, decision, arm, fixed, placement)
         if key is not None:
-            self._claim_pin(route, fixed, key)
+            self._claim_pin(route, key)
         return route
 
-    def _claim_pin(self, route: Route, fixed: str | None, key: str) -> None:
+    def _climb(self, target: Target, ladder: tuple[Tier, ...], model: str, fixed: str | None,
+               arm: str | None) -> tuple[Node, Placement] | None:
+        """The first node with room up the ladder (cheapest first; never below the decision's tier)."""
+        ap = target.policy
+        for i, t in enumerate(ladder):
+            target.tier = t
+            target.deployments = (fixed,) if fixed else ap.deployments(model, t, arm)
+            node = self.pick(target, set())
+            if node is not None:
+                return node, Placement.ESCALATED if i > 0 else Placement.FIRST
+            if i == 0 and self.on_miss is not None:
+                self.on_miss()
+        return None
+
+    def _claim_pin(self, route: Route, key: str) -> None:
         """Pin the session to this route; the pin is stored while the request is forwarded (`settle`)."""
-        served = None if fixed else route.node.deployment
+        target = route.target
+        served = None if route.fixed else route.node.deployment
         node = route.node.key if self.affinity_max_load is not None else None
-        route.pin = self.pins.claim(key=key, model=route.model, tier=route.tier.value,
-                                    arm=route.arm, deployment=fixed, policy_version=route.policy.version,
-                                    ttl_s=route.policy.policy.sessions.ttl_s, served_deployment=served, node=node)
-        route.prefer = served  # a retry of this first request stays on the deployment the pin names
-        route.pinned, route.pin_created, route.claimed = True, route.pin.created_at, True
+        route.pin = self.pins.claim(key=key, model=route.model, tier=target.tier.value,
+                                    arm=route.arm, deployment=route.fixed, policy_version=target.policy.version,
+                                    ttl_s=target.policy.policy.sessions.ttl_s, served_deployment=served, node=node)
+        target.prefer = served  # a retry of this first request stays on the deployment the pin names
+        target.pin_created = route.pin.created_at
+        route.pin_state = PinState.CLAIMED
 
     # -- the ordering guarantee ------------------------------------------------------------------------------
     def pending(self, route: Route) -> asyncio.Future | None:
@@ -270,8 +340,9 @@ class Decider:
             raise PinMoved()
         if route.claimed and self.affinity_moves(route):
             raise PinMoved(affinity=True)
-        if route.pin is not None and route.pin.created_at != route.pin_created:
-            route.from_pin = True  # the claim found the session pinned already (same route by chance)
+        if route.pin_state is PinState.CLAIMED and route.pin is not None \
+                and route.pin.created_at != route.target.pin_created:
+            route.pin_state = PinState.FOUND  # the claim found the session pinned already (same route by chance)
 
     @staticmethod
     def stored_as_claimed(pin: Pin, fut: asyncio.Future) -> bool:
@@ -288,7 +359,7 @@ class Decider:
         self.pins.adopt(pin)
         if pin.model != route.model:
             return True
-        dep = route.node.deployment if route.node is not None else None
+        dep = route.node.deployment
         # Tier is a str enum: it equals its value, without the enum's `.value` descriptor (twice a first turn)
         return (pin.tier == route.tier and pin.arm == route.arm
                 and (pin.deployment is None or pin.deployment == dep)
@@ -298,11 +369,12 @@ class Decider:
         """With node affinity: whether a first turn routed here found the session already pinned (by another
         replica or worker) with a last node that can take this turn, so it should go there for the KV cache."""
         pin = route.pin
-        if self.affinity_max_load is None or pin is None or pin.node is None or route.node is None:
+        if self.affinity_max_load is None or pin is None or pin.node is None:
             return False
         if pin.node == route.node.key or pin.model != route.model:
             return False
-        node, _ = sticky_node(self.candidates(route.policy, route.deployments, route.tier), pin.node,
+        target = route.target
+        node, _ = sticky_node(self.candidates(target.policy, target.deployments, target.tier), pin.node,
                               max_load=self.affinity_max_load)
         return node is not None
 
@@ -322,54 +394,53 @@ class Decider:
 
     async def follow(self, route: Route) -> Route:
         """Re-route a request whose session was pinned elsewhere first: exactly as a later turn would go."""
-        if route.pin is None or route.decision is None or route.session_key is None:
-            raise ValueError("only a pinned route (pin, decision, session key) is followed")
+        if route.pin is None or route.session_key is None:
+            raise ValueError("only a pinned route (pin, session key) is followed")
         return await self._pinned(route.policy, route.pin, route.model, route.decision, route.session_key)
 
     # -- nodes --------------------------------------------------------------------------------------------
-    def pick(self, route: Route, exclude: set[str]) -> Node | None:
-        nodes = self.candidates(route.policy, route.deployments, route.tier)
-        if route.pin_created is not None:
-            q = route.policy.policy.sessions.quiescence_s
-            nodes = [n for n in nodes if not n.quiescent_for(route.pin_created, q)]
-        if route.last_node is not None:
-            pool = nodes if route.prefer is None else [n for n in nodes if n.deployment == route.prefer]
-            sticky, why = sticky_node(pool, route.last_node, max_load=self.affinity_max_load or 0.0,
+    def pick(self, target: Target, exclude: set[str]) -> Node | None:
+        nodes = self.candidates(target.policy, target.deployments, target.tier)
+        if target.pin_created is not None:
+            q = target.policy.policy.sessions.quiescence_s
+            nodes = [n for n in nodes if not n.quiescent_for(target.pin_created, q)]
+        if target.last_node is not None:
+            pool = nodes if target.prefer is None else [n for n in nodes if n.deployment == target.prefer]
+            sticky, why = sticky_node(pool, target.last_node, max_load=self.affinity_max_load or 0.0,
                                       exclude=exclude)
-            route.affinity = KEPT if sticky is not None else f"fallback_{why}"
+            target.affinity = KEPT if sticky is not None else f"fallback_{why}"
             if sticky is not None:
                 return sticky
-        if route.prefer is None:
+        if target.prefer is None:
             return pick_node(nodes, exclude=exclude)
-        preferred = [n for n in nodes if n.deployment == route.prefer]
+        preferred = [n for n in nodes if n.deployment == target.prefer]
         node = pick_node(preferred, exclude=exclude)
         if node is not None or any(n.available and n.key not in exclude for n in preferred):
             return node  # the session's deployment is alive: stay on it, even if that means waiting for room
         node = pick_node(nodes, exclude=exclude)
         if node is not None:  # it is gone: another deployment of the same tier (and arm), counted
-            self._fall_back(route, node, "no_healthy_node")
+            self._fall_back(target, node, "no_healthy_node")
         return node
 
-    def _fall_back(self, route: Route, node: Node | None, reason: str) -> None:
+    def _fall_back(self, target: Target, node: Node | None, reason: str) -> None:
         """Move a pinned session off its deployment (`node` None: to whichever node is picked next)."""
         if self.metrics:
-            self.metrics.pin_fallbacks.labels(route.tier.value, reason).inc()
-        route.prefer = node.deployment if node is not None else None
-        if node is not None and route.session_key is not None:
-            self.pins.set_served(route.session_key, node.deployment)
+            self.metrics.pin_fallbacks.labels(target.tier.value, reason).inc()
+        target.prefer = node.deployment if node is not None else None
+        if node is not None and target.session_key is not None:
+            self.pins.set_served(target.session_key, node.deployment)
 
-    async def _wait(self, route: Route, max_wait: float) -> Node | None:
+    async def _wait(self, target: Target, max_wait: float) -> Node | None:
         if self.on_miss is not None:
             self.on_miss()
         if max_wait <= 0:
             return None
-        route.waited = True
         if self.metrics:
-            self.metrics.session_waits.labels(route.tier.value).inc()
+            self.metrics.session_waits.labels(target.tier.value).inc()
         deadline = time.monotonic() + max_wait
         while (left := deadline - time.monotonic()) > 0:
             await self.fleet.wait_for_capacity(min(left, 0.25))
-            node = self.pick(route, set())
+            node = self.pick(target, set())
             if node is not None:
                 return node
         return None
