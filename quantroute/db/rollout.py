@@ -7,15 +7,30 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, UniqueConstraint, text, update
-from sqlmodel import Field, Session, SQLModel, col, select
+from sqlalchemy import JSON, Column, Dialect, Index, UniqueConstraint, text, update
+from sqlalchemy.types import TypeDecorator
+from sqlmodel import AutoString, Field, Session, SQLModel, col, select
 
 from quantroute.clock import aware, utcnow
 from quantroute.db.engine import table_of
+from quantroute.rollout_phase import Phase
 
-# Phases of a rollout that still owns its model's canary (machine.Phase minus the terminal ones).
+# Phases of a rollout that still owns its model's canary (Phase minus the terminal ones).
 LIVE_PHASES = ("gated", "awaiting-approval", "progressing", "paused", "rolling-back")
 _LIVE = text(f"phase IN ({', '.join(repr(p) for p in LIVE_PHASES)})")
+
+
+class PhaseColumn(TypeDecorator[Phase]):
+    """A phase stored as its value in a plain string column (what the migrations made), read back as a Phase."""
+
+    impl = AutoString
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return None if value is None else Phase(value).value
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> Phase | None:
+        return None if value is None else Phase(value)
 
 
 class Rollout(SQLModel, table=True):
@@ -30,7 +45,7 @@ class Rollout(SQLModel, table=True):
     model: str = Field(index=True)
     candidate: str = Field(index=True)
     baseline: str
-    phase: str = Field(index=True)  # machine.Phase values
+    phase: Phase = Field(sa_type=PhaseColumn, index=True)
     step_index: int = -1
     percent: float = 0.0
     steps: list[float] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))

@@ -92,7 +92,7 @@ class RolloutJournal:
         v_after, written = (activation.write(self.store, new, out, name, by) if out.traffic
                             else (row.policy_version, False))
         now = self.clock()
-        new.phase, new.step_index, new.percent = out.phase.value, out.state.step_index, out.state.percent
+        new.phase, new.step_index, new.percent = out.phase, out.state.step_index, out.state.percent
         new.updated_at, new.message, new.policy_version = now, out.message, v_after
         if out.aborted:
             new.aborted_reason = out.aborted

@@ -14,23 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from typing import Any, Literal, get_args
 
-
-class Phase(str, Enum):
-    gated = "gated"  # waiting for a passing eval run of the candidate vs the baseline
-    awaiting_approval = "awaiting-approval"
-    progressing = "progressing"
-    paused = "paused"
-    promoted = "promoted"
-    rolling_back = "rolling-back"  # decided; the version sending traffic back is not confirmed active yet
-    rolled_back = "rolled-back"
-
-    @property
-    def terminal(self) -> bool:
-        return self in (Phase.promoted, Phase.rolled_back)
-
+from quantroute.rollout_phase import Phase as Phase  # re-exported: the rollout modules name it from here
 
 LIVE = (Phase.gated, Phase.awaiting_approval, Phase.progressing, Phase.paused, Phase.rolling_back)
 GuardStatus = Literal["pass", "breach", "inconclusive"]

@@ -119,7 +119,7 @@ class RolloutService:
             try:
                 row = db.create_rollout(session=s, rollout=db.Rollout(
                     model=model, candidate=candidate, baseline=spec.baseline,
-                    phase=out.phase.value,
+                    phase=out.phase,
                     steps=list(spec.steps), started_at=now, updated_at=now, step_at=now, started_by=by,
                     target_concurrency=target_concurrency or self.target_concurrency,
                     start_version=policy.version, policy_version=policy.version, message=out.message))
