@@ -51,13 +51,20 @@ async def _serve(server) -> None:
 def sim(fleet_path: str, time_scale: float, suites: str, seed: int, free_ports: bool) -> None:
     """Serve a fleet of simulated vLLM nodes (OpenAI API, /metrics) whose speed follows the capacity model."""
     from quantroute.sim.server import FleetServer
+    from quantroute.tracing import Tracing, TracingUnavailable
 
     try:
+        tracing = Tracing.from_env("quantroute-sim")
         fleet = load_fleet(fleet_path)
-        server = FleetServer(fleet, time_scale=time_scale, suites=suites, seed=seed, free_ports=free_ports)
-    except (FleetError, OSError) as e:
+        server = FleetServer(fleet, time_scale=time_scale, suites=suites, seed=seed, free_ports=free_ports,
+                             tracing=tracing)
+    except (FleetError, OSError, TracingUnavailable) as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
     Console(width=160).print(node_table(server.fleet, time_scale=time_scale, suite_items=server.suite_items))
-    click.echo("Ctrl-C stops all nodes.")
-    asyncio.run(_serve(server))
+    click.echo("Ctrl-C stops all nodes." + (" Traces go to the OTEL_* exporter." if tracing else ""))
+    try:
+        asyncio.run(_serve(server))
+    finally:
+        if tracing is not None:
+            tracing.shutdown()

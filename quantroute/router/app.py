@@ -26,6 +26,7 @@ from quantroute.router.metrics.registry import RouterMetrics
 from quantroute.router.nodes.pool import Node, NodePool, probe_loop
 from quantroute.router.nodes.sync import NodeSync, load_nodes
 from quantroute.router.nodes.upstream import FastUpstream, HttpxUpstream
+from quantroute.router.path import trace
 from quantroute.router.path.active_policy import PolicyHolder
 from quantroute.router.path.canary import DIRECT
 from quantroute.router.path.decide import Decider, PinMoved, Route
@@ -39,6 +40,7 @@ from quantroute.router.requestlog.writer import RequestLogWriter
 from quantroute.router.responses import send_error
 from quantroute.router.settings import RouterSettings, tls_context
 from quantroute.router.supervise import supervise
+from quantroute.tracing import Tracing
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,7 @@ class Router:
                                affinity_max_load=settings.node_affinity_max_load if settings.node_affinity else None)
         self.client: httpx.AsyncClient | None = None
         self.forwarder: Forwarder | None = None
+        self.tracing: Tracing | None = None  # made at startup, in the serving process, when OTEL_* turn it on
         self._tasks: list[asyncio.Task] = []
         self._ids = itertools.count(1)
         self.active = 0  # completions in progress on this replica (max_concurrent_requests)
@@ -99,8 +102,9 @@ class Router:
                          FastUpstream(connect_timeout=s.connect_timeout_s, timeout=s.upstream_timeout_s,
                                       read_timeout=s.upstream_read_timeout_s, tls=tls))
         self.shadows.upstream = self.upstream
+        self.tracing = Tracing.from_env("quantroute-router")
         self.forwarder = Forwarder(self.upstream, self.fleet, retries=s.retries,
-                                   on_upstream_error=self._upstream_error)
+                                   on_upstream_error=self._upstream_error, tracing=self.tracing)
         await asyncio.to_thread(self.holder.load_initial)
         await asyncio.to_thread(load_nodes, self.fleet, fleet_file=s.fleet_file, engine=self.engine)
         loop = asyncio.get_running_loop()
@@ -146,6 +150,8 @@ class Router:
         if self.client is not None:
             await self.upstream.aclose()
             await self.client.aclose()
+        if self.tracing is not None:
+            await asyncio.to_thread(self.tracing.shutdown)  # exports the spans still buffered
 
     def _policy_changed(self, active) -> None:
         self.metrics.policy_version.set(active.version)
@@ -243,13 +249,17 @@ class Router:
         raw_headers = scope["headers"]
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers}
         request_id = headers.get("x-request-id") or f"{self._boot}-{next(self._ids)}"
-        out = ForwardResult()
+        tracing = self.tracing
+        out = ForwardResult(span=trace.request_span(tracing, scope, kind, ts) if tracing is not None else None)
         route: Route | None = None
         try:
+            decide_ns = time.time_ns() if tracing is not None else 0
             try:
                 route = await self.decider.decide(ap, data, headers, kind)
             except RequestError as e:
                 raise BadRequest(e.message, param=e.param) from None
+            if tracing is not None:
+                trace.decided(tracing, out.span, route, decide_ns)
             if not route.waited:
                 self.metrics.decision_seconds.observe(time.perf_counter() - started)
             shadow = self.shadows.sample(route, data, len(body))  # None for all but a sampled share
@@ -258,7 +268,10 @@ class Router:
                 await self._forward(route, path, body, raw_headers, receive, send, started, out)
             except PinMoved as moved:  # another replica pinned this session first: go where its pin says
                 (self.metrics.affinity_moves if moved.affinity else self.metrics.pin_conflicts).inc()
+                decide_ns = time.time_ns() if tracing is not None else 0
                 route = await self.decider.follow(route)
+                if tracing is not None:
+                    trace.decided(tracing, out.span, route, decide_ns, follow=True)
                 await self._forward(route, path, body, raw_headers, receive, send, started, out)
             if shadow is not None:  # the client has its whole answer: the shadow starts now, and is not awaited
                 served = replace(route, node=out.node) if out.node is not None else route
@@ -360,6 +373,8 @@ class Router:
         tier = node.tier.value if node else (route.tier.value if route else "")
         deployment = node.deployment if node else ""
         arm = route.arm if route else None
+        if out.span is not None:
+            trace.finished(out.span, out, route, status)
         self.metrics.finished(tier, deployment, arm or "", status, latency_ms / 1000, out)
         if route is not None and route.affinity is not None:
             self.metrics.affinity.labels(tier, route.affinity).inc()

@@ -11,8 +11,10 @@ import contextlib
 import json
 import random
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -28,6 +30,7 @@ from quantroute.sim.engine import NodeEngine, Sequence, StepModel
 from quantroute.sim.metrics import NodeMetrics
 from quantroute.sim.prefix import block_hashes
 from quantroute.sim.protocol import ApiError, Completion, GenerationParams, parse_params, sse
+from quantroute.tracing import Tracing
 
 SIM_VERSION = "0.1.0+quantroute-sim"
 
@@ -44,6 +47,7 @@ class NodeSettings:
     quality: quality.QualityTable | None = None
     seed: int = 0
     on_die: Callable[[], None] | None = None  # stops this node's server (die_after)
+    tracing: Tracing | None = None  # continue callers' traces, as vLLM started with --otlp-traces-endpoint does
 
 
 def step_model(s: NodeSettings) -> StepModel:
@@ -69,6 +73,8 @@ class NodeState:
         self.rng = random.Random(f"{settings.seed}:{settings.node.id}")
         self.handled = 0
         self.names = {dep.id, dep.model}
+        # the W3C traceparent of each recent request that sent one (GET /sim/info), newest last
+        self.traceparents: deque[str] = deque(maxlen=64)
 
     def check_die(self) -> None:
         die_after = self.faults.die_after
@@ -108,6 +114,25 @@ def plan(state: NodeState, params: GenerationParams, body: dict) -> tuple[int, t
 
 async def generate(request: Request, *, chat: bool) -> Response:
     state: NodeState = request.app.state.node
+    parent = request.headers.get("traceparent")
+    if parent is not None:
+        state.traceparents.append(parent)
+    if state.settings.tracing is None:
+        return await _generate(request, state, chat=chat, span=None)
+    span = state.settings.tracing.start("llm_request", traceparent=parent, kind="server", attributes={
+        "gen_ai.system": "vllm", "gen_ai.response.model": state.settings.node.deployment.id})
+    try:
+        response = await _generate(request, state, chat=chat, span=span)
+    except BaseException:
+        Tracing.end(span, error="request failed")
+        raise
+    if not isinstance(response, StreamingResponse):  # a stream's span ends with the stream
+        Tracing.end(span, {"http.response.status_code": response.status_code},
+                    error=None if response.status_code < 500 else f"status {response.status_code}")
+    return response
+
+
+async def _generate(request: Request, state: NodeState, *, chat: bool, span: Any) -> Response:
     try:
         body = json.loads(await request.body() or b"null")
     except json.JSONDecodeError as e:
@@ -129,7 +154,8 @@ async def generate(request: Request, *, chat: bool) -> Response:
                                        prompt_hashes=block_hashes(text.prompt_pieces(body))))
     shape = Completion(chat=chat, model=state.settings.node.deployment.id)
     if params.stream:
-        return StreamingResponse(stream(state, seq, shape, params.include_usage), media_type="text/event-stream")
+        return StreamingResponse(stream(state, seq, shape, params.include_usage, span),
+                                 media_type="text/event-stream")
     tok = None
     try:
         while (tok := await seq.tokens.get()).finish_reason is None:
@@ -139,10 +165,12 @@ async def generate(request: Request, *, chat: bool) -> Response:
             state.engine.abort(seq)
         state.check_die()
     usage = Completion.usage(prompt_tokens, len(out.tokens))
+    if span is not None:
+        span.set_attributes({"gen_ai.usage.input_tokens": prompt_tokens, "gen_ai.usage.output_tokens": len(out.tokens)})
     return JSONResponse(shape.full(out.text, out.finish_reason, usage))
 
 
-async def stream(state: NodeState, seq: Sequence, shape: Completion, include_usage: bool):
+async def stream(state: NodeState, seq: Sequence, shape: Completion, include_usage: bool, span: Any = None):
     """Role chunk with the first token (chat only), one chunk per token with finish_reason on the last, the usage
     chunk when asked, then [DONE]. A client that goes away aborts the sequence, freeing its batch slot."""
     finished = False
@@ -164,6 +192,10 @@ async def stream(state: NodeState, seq: Sequence, shape: Completion, include_usa
         if not finished:
             state.engine.abort(seq)
         state.check_die()
+        if span is not None:
+            Tracing.end(span, {"gen_ai.usage.input_tokens": seq.prompt_tokens,
+                               "gen_ai.usage.output_tokens": len(seq.output.tokens)},
+                        error=None if finished else "stream cut")
 
 
 async def models(request: Request) -> Response:
@@ -215,6 +247,7 @@ async def info(request: Request) -> Response:
         "running": len(state.engine.running), "waiting": len(state.engine.waiting), "steps": state.engine.steps,
         "kv_blocks": state.engine.kv_blocks, "kv_blocks_used": state.engine.used_blocks(),
         "prefix_cache_blocks": state.engine.cache.blocks, "prefix_cache_evictable": state.engine.cache.evictable,
+        "traceparents": list(state.traceparents),
     })
 
 

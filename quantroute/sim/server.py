@@ -15,6 +15,7 @@ from quantroute.catalog import DATA_DIR, load_hardware, load_models
 from quantroute.fleet import Fleet, NodeSpec
 from quantroute.sim import quality
 from quantroute.sim.node import NodeSettings, create_node_app
+from quantroute.tracing import Tracing
 
 
 class _NodeServer(uvicorn.Server):
@@ -40,7 +41,7 @@ class FleetServer:
     With `free_ports`, every node gets a free port whatever the file says."""
 
     def __init__(self, fleet: Fleet, *, time_scale: float = 1.0, suites: str = quality.DEFAULT_SUITES,
-                 seed: int = 0, free_ports: bool = False, data_dir: Path = DATA_DIR):
+                 seed: int = 0, free_ports: bool = False, data_dir: Path = DATA_DIR, tracing: Tracing | None = None):
         if time_scale <= 0:
             raise ValueError(f"time_scale must be > 0, got {time_scale}")
         hardware, models = load_hardware(data_dir), load_models(data_dir)
@@ -59,7 +60,7 @@ class FleetServer:
                 nodes.append(node)
                 settings = NodeSettings(node=node, shape=models[fleet.shape_for(node)], gpu=hardware[node.hardware],
                                         time_scale=time_scale, suites=index, quality=table, seed=seed,
-                                        on_die=functools.partial(self.kill, node.id))
+                                        on_die=functools.partial(self.kill, node.id), tracing=tracing)
                 config = uvicorn.Config(create_node_app(settings), log_level="warning", access_log=False,
                                         lifespan="on", timeout_graceful_shutdown=1)
                 self.servers[node.id] = _NodeServer(config)

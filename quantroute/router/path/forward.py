@@ -9,12 +9,15 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
 from quantroute.router.errors import UpstreamFailed
 from quantroute.router.nodes.pool import Node, NodePool
 from quantroute.router.nodes.upstream import UpstreamError, UpstreamTimeout
+from quantroute.router.path import trace
+from quantroute.tracing import Tracing
 
 MAX_CAPTURE_BYTES = 1024 * 1024  # a larger answer is not kept for a shadow comparison
 
@@ -44,6 +47,8 @@ class ForwardResult:
     # The last byte of the response went to the server: from then on the ASGI server answers receive() with
     # http.disconnect (the response is complete), which is no client leaving and must not cancel anything.
     sent_all: bool = False
+    upstream_status: int = 0  # the last node's answer, 5xx included (0: no answer)
+    span: Any = None  # the request's span, when tracing is on
 
 
 def upstream_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
@@ -81,11 +86,13 @@ def _count(v) -> int | None:
 
 
 class Forwarder:
-    def __init__(self, upstream, fleet: NodePool, *, retries: int, on_upstream_error=None) -> None:
+    def __init__(self, upstream, fleet: NodePool, *, retries: int, on_upstream_error=None,
+                 tracing: Tracing | None = None) -> None:
         self.upstream = upstream  # FastUpstream or HttpxUpstream
         self.fleet = fleet
         self.retries = retries
         self.on_upstream_error = on_upstream_error  # (tier, kind) -> None
+        self.tracing = tracing
 
     async def forward(self, *, path: str, body: bytes, headers: list[tuple[bytes, bytes]], first: Node,
                       pick_other: Callable[[set[str]], Node | None], send: Send,
@@ -97,15 +104,21 @@ class Forwarder:
         tried: set[str] = set()
         fwd_headers = upstream_headers(headers)
         last_error = "no node"
+        tracing = self.tracing if out.span is not None else None
         while node is not None:
             tried.add(node.key)
             out.node = node
             node.inflight += 1
+            hop, hop_headers = (trace.attempt(tracing, out, node, len(tried), fwd_headers) if tracing is not None
+                                else (None, fwd_headers))
+            done = False
             try:
-                done = await self._attempt(node, path, body, fwd_headers, send, response_headers, started, out, gate)
+                done = await self._attempt(node, path, body, hop_headers, send, response_headers, started, out, gate)
             finally:
                 node.inflight -= 1
                 self.fleet.notify()
+                if hop is not None:
+                    trace.attempt_done(hop, out, done)
             if done:
                 return
             last_error = out.error or "upstream failure"
@@ -129,6 +142,7 @@ class Forwarder:
         except UpstreamError as e:
             self._failed(node, "connect", str(e), out)
             return False
+        out.upstream_status = resp.status_code
         try:
             if resp.status_code >= 500:
                 await resp.aread()
