@@ -323,8 +323,8 @@ class Router:
 
             pending.add_done_callback(settled)
         # Most answers are done before a disconnect watcher would do anything: it starts only once the request
-        # has run for WATCH_AFTER_S (a task per request was a tenth of the request path); a client that left
-        # earlier is seen then, its receive() answering http.disconnect at once.
+        # has run for WATCH_AFTER_S (a task per request is a real share of a short request path); a client that
+        # left earlier is seen then, its receive() answering http.disconnect at once.
         loop = asyncio.get_running_loop()
         watcher: list[asyncio.Task] = []
         timer = loop.call_later(WATCH_AFTER_S, lambda: watcher.append(loop.create_task(watch())))
@@ -407,21 +407,16 @@ class Router:
         return (*self.settings.log_headers, *extra)
 
 
-# Young objects the cyclic GC lets accumulate before it collects (CPython's default is 700). A request's objects
-# are freed by reference counting, but at c=32 the requests in flight hold a few thousand of them at any moment,
-# so every ~17 requests a collection walked them and promoted the survivors, to be walked again in the older
-# generations: measured in a one-worker router over a ~36,000-request bench (no sessions and new ones, SQLite and
-# PostgreSQL, two runs each), 467-550 young, 42-49 middle and 3-4 full collections, 0.27-0.30 s of stopped event
-# loop (~8 us a request). At 10,000 the requests in flight never reach it: 2-3 young collections, 5-21 ms in all;
-# what it still collects are the objects that outlive requests (session pins, caches).
+# Young objects the cyclic GC lets accumulate before it collects (CPython's default is 700). Requests in flight
+# hold a few thousand objects at any moment, freed by reference counting; at the default the GC keeps walking them
+# with the event loop stopped. Above what requests in flight hold, it collects only what outlives requests.
 GC_YOUNG_THRESHOLD = 10_000
 
 
 def freeze_startup_heap() -> None:
     """Everything alive after startup (modules, the ORM's registries, the policy, pools) stays alive: move it out
-    of the cyclic GC's sight. A full collection walked all of it, ~70 ms with the event loop stopped, and that
-    was the router's p99 at concurrency 1 (27-57 ms). Per-request objects are freed by reference counting, so the
-    young generation is let grow to GC_YOUNG_THRESHOLD before it is walked."""
+    of the cyclic GC's sight, so a full collection does not walk it with the event loop stopped. Per-request
+    objects are freed by reference counting, so the young generation may grow to GC_YOUNG_THRESHOLD."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])

@@ -70,7 +70,7 @@ class RouterSettings(BaseSettings):
                                 description="Reload when the policies directory's 'active' pointer changes")
 
     # Request log
-    # small batches: the writer thread holds the GIL briefly (p99 +1.3 ms vs +5 ms at 500)
+    # small batches: the writer thread holds the GIL the event loop needs only briefly
     log_batch_size: int = Field(default=100, ge=1, description="Request-log rows written per transaction")
     log_flush_interval_s: float = Field(default=0.5, gt=0, description="Longest wait before buffered rows are written")
     log_buffer_max: int = Field(default=20_000, ge=1,

@@ -1,8 +1,8 @@
 """Supervised background tasks: a loop that crashes is logged, counted and restarted after a backoff.
 
 The router's background loops (policy watch and poll, probes, node refresh, pin purge, log writer) are meant
-to run forever; an exception nobody awaits used to end one silently (a policy watcher killed by a bad regex
-never reloaded again). Cancellation still stops them: that is how shutdown ends them."""
+to run forever, and an exception nobody awaits would end one silently (a policy watcher would never reload
+again). Cancellation still stops them: that is how shutdown ends them."""
 
 from __future__ import annotations
 

@@ -3,9 +3,9 @@ when scraped.
 
 Every routed request counts itself, observes its latency, TTFT and the decision time, and adds its tokens; every
 first turn's pin batch observes its size and time, and an answer that waits for its pin observes the wait. With
-prometheus_client's Counter and Histogram each update took a lock and walked the buckets in Python: six updates
-were a tenth of the router's request path (callgrind). These are updated from the event loop only (one thread),
-so a dict entry and a bisect do; `collect` renders the same names, labels, buckets and help texts."""
+prometheus_client's Counter and Histogram each update takes a lock and walks the buckets in Python, a real share of
+a short request path. These are updated from the event loop only (one thread), so a dict entry and a bisect do;
+`collect` renders the same names, labels, buckets and help texts."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ class PinSeries:
     def __init__(self) -> None:
         self.batch = Hist(PIN_BATCH_BUCKETS)
         # A batch's claim as the router times it: the database's statement and commit, and also the event loop's
-        # delay in reading the answer, which on a saturated router is most of it (docs/perf, eighth pass). Set
+        # delay in reading the answer, which on a saturated router is most of it. Set
         # against the database's own time for the statement, it shows how much of a first turn's wait is the
         # router's; against the wait, whether answers wait for commits at all.
         self.commit = Hist(PIN_SECONDS_BUCKETS)

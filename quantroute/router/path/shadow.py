@@ -1,4 +1,4 @@
-"""Shadow requests (issue 18): a sampled share of eligible greedy requests is sent a second time, to another
+"""Shadow requests: a sampled share of eligible greedy requests is sent a second time, to another
 deployment, once the client has its answer; the two answers are compared and the pair stored.
 
 Nothing on the request path awaits a shadow. `sample` (before forwarding) only decides whether to keep a copy of

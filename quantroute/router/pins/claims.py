@@ -1,15 +1,13 @@
 """Where the pin committer's statements run: one kept connection, chosen by database.
 
 - PostgreSQL (a psycopg URL, as everywhere in quantroute): an asyncpg connection in the event loop, so a batch of
-  pins costs one round trip and no thread hop (a worker thread waits for the GIL behind a busy event loop; the
-  profile showed the hop and the pool's ping and BEGIN/COMMIT round trips dominating a first turn's latency).
+  pins costs one round trip and no thread hop (a worker thread waits for the GIL behind a busy event loop).
   Without asyncpg installed, the threaded path below.
 - SQLite: the statement runs in the event loop on a kept sqlite3 connection that never waits: no busy timeout
   (a write lock held elsewhere answers SQLITE_BUSY at once) and no WAL checkpoints (the request log's writer
   checkpoints, in its thread). A batch that finds the write lock taken tries again after a short pause on the
-  loop's clock, until the lock is free or the claims' time is up. A thread hop per batch cost 2-3x the statement
-  itself (~200 us of CPU on this machine's vCPUs), and at the rates a router sees batches are small: it was a
-  hop per first turn.
+  loop's clock, until the lock is free or the claims' time is up. Batches are small at a router's rates, so a
+  thread hop per batch would cost more than the statement itself.
 - Anything else: a kept SQLAlchemy connection in autocommit mode, used from a worker thread.
 
 Either way the statement is `PinClaims`' one read-or-create upsert, its own transaction."""
@@ -88,14 +86,10 @@ class SqliteClaims:
     batch, another worker's claim) waits for it on the loop's clock: the loop serves other requests meanwhile
     and tries again after a pause that starts at 50 us and doubles up to 1 ms, until the claims' time is up.
 
-    The wait is ours, not SQLite's busy timeout: SQLite's handler sleeps 1, 2, 5, 10 ms... between tries, so a
-    batch that found a request-log commit (a few hundred microseconds) in the way waited 1.4 ms at the median,
-    and it kept trying for the whole busy timeout (30 s), however short the claims' own deadline.
-
-    It used to hand such a batch to a worker thread, which retried there. With two workers on one SQLite file
-    the lock is often taken (each worker's claims and log batches): py-spy (`--workers 2`, new sessions, c=32)
-    put the claim path at ~43 us a request with the thread's hop and retries, ~21 us retrying on the loop; a
-    failed try on the loop is the statement's bind and one lock attempt."""
+    The wait is ours, not SQLite's busy timeout: SQLite's handler sleeps 1, 2, 5, 10 ms... between tries, far
+    longer than the request-log commit usually in the way, and keeps trying for the whole busy timeout, however
+    short the claims' own deadline. Retrying on the loop rather than in a thread: a failed try is only the
+    statement's bind and one lock attempt."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -164,11 +158,9 @@ class AsyncpgClaims:
     """PostgreSQL claims in the event loop through asyncpg, on one kept connection: the statement goes out from
     the committer's own task and its answer is parsed by asyncpg's protocol (C) as it arrives.
 
-    It replaced an async psycopg connection (the eleventh pass): callgrind counted 1,163k instructions in the
-    router for a first turn at c=1 with psycopg and 1,087k with asyncpg (968k -> 928k at c=16, where a batch
-    holds ~11 pins), and a claim timed alone cost ~40 % less client CPU (psycopg's async connection waits on the
-    socket through a generator, a future and an add_reader/remove_reader pair per wait). The rest of the router
-    (request log, dashboard, migrations) keeps psycopg through SQLAlchemy: the URL is the same."""
+    asyncpg rather than psycopg's async connection, which waits on the socket through a generator, a future and
+    an add_reader/remove_reader pair per wait. The rest of the router (request log, dashboard, migrations) keeps
+    psycopg through SQLAlchemy: the URL is the same."""
 
     def __init__(self, engine: Engine, *, synchronous: bool = True) -> None:
         self.synchronous = synchronous
@@ -198,10 +190,9 @@ class AsyncpgClaims:
                 conn = self._conn = await self._connect(timeout_s)
             sql, params, ours = self.claims.numbered(rows, utcnow())
             # Bounded: a hung server must not hold every later pin behind this batch. A timeout scope, not
-            # wait_for: wait_for runs the query in a task of its own, so the statement went out one loop
-            # iteration later and its answer was read one iteration later, and at c=32 an iteration of the
-            # router's loop is most of a millisecond (the eighth pass's timeline). asyncpg prepares the statement
-            # once per connection (its statement cache) and binds the JSON text and `now` as they are.
+            # wait_for: wait_for runs the query in a task of its own, which sends it and reads its answer a loop
+            # iteration later each, and a busy router's iteration is long. asyncpg prepares the statement once
+            # per connection (its statement cache) and binds the JSON text and `now` as they are.
             async with asyncio.timeout(timeout_s):
                 fetched = await conn.fetch(sql, *params)
             return self.claims.stored(fetched, ours)

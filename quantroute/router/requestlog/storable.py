@@ -3,7 +3,7 @@
 A client controls most of a row (the model name, headers, the whole body kept for the what-if replay). What the
 router accepts is not always what a database stores: orjson parses 1,024 levels of nesting, the JSON encoder
 behind the column gives up near 1,000 (RecursionError); PostgreSQL refuses NUL in text; a lone surrogate cannot
-be encoded as UTF-8 at all. One such row used to fail its whole batch again and again. So every string is
+be encoded as UTF-8 at all. One such row would fail its whole batch at every retry. So every string is
 cleaned and every JSON value bounded in depth and size here, before the insert, on every database alike.
 
 Almost every value is storable as it is, and walking a body in Python costs far more than encoding it (the

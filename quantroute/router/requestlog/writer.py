@@ -119,8 +119,8 @@ class RequestLogWriter:
     def add(self, row: dict, *, nbytes: int = 0) -> None:
         """Queue one row; `nbytes` is what the client sized in it (the request body kept for replay)."""
         if self.engine is None:
-            # A router without a database keeps no request log (only its metrics). Queued anyway, the rows filled
-            # the buffer, were counted as dropped (buffer_full) and reported unwritten at every shutdown.
+            # A router without a database keeps no request log (only its metrics): queued, the rows would fill
+            # the buffer and be counted as dropped.
             return
         size = ROW_OVERHEAD + nbytes
         if len(self.buffer) >= self.max_buffered or self.buffered_bytes + size > self.max_buffered_bytes:
