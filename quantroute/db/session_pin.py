@@ -54,6 +54,18 @@ _OURS_END = 1 + len(_CLAIMED)  # a row's claimed columns are [1:_OURS_END]
 _CREATED, _LAST_USED = _COLUMNS.index("created_at"), _COLUMNS.index("last_used")
 
 
+def touch_row(key: str, model: str, tier: str, arm: str | None, deployment: str | None,
+              served_deployment: str | None, moved_to: str | None, policy_version: int | None, created_at: datetime,
+              now: datetime, ttl_s: float) -> dict:
+    """A returning turn's refresh of a cached pin, as `PinClaims` takes it with `touch=True`: the pin's own values
+    (written only where the stored row has expired or is gone: the session is alive here, so its pin comes back),
+    last used `now`, expiring `ttl_s` later. `moved_to`: the node this replica moved the session to, else None
+    (the stored last node stays: another replica may have moved it)."""
+    return {"session_key": key, "model": model, "tier": tier, "arm": arm, "deployment": deployment,
+            "served_deployment": served_deployment, "last_node": moved_to, "policy_version": policy_version,
+            "created_at": created_at, "last_used": now, "expires_at": now + timedelta(seconds=ttl_s)}
+
+
 def claim_row(key: str, model: str, tier: str, arm: str | None, deployment: str | None,
               served_deployment: str | None, node: str | None, policy_version: int | None, now: datetime,
               ttl_s: float) -> dict:
@@ -91,13 +103,14 @@ class PinClaims:
         self.result = result_processors(table, _COLUMNS, dialect)
         self.bind_now = self.bind[-1]
         self.bind_first = [None if i == _LAST_USED else f for i, f in enumerate(self.bind)]  # see `statement`
-        self._sql: dict[int, str] = {}  # the VALUES form by batch size
+        self._sql: dict[tuple[int, bool], str] = {}  # the VALUES form by (batch size, touch)
         # The JSON form: the table's own row type names the columns' types, so nothing here must keep in step.
         # psycopg's takes `now` once per claimed column; asyncpg's (see `numbered`) numbers its parameters, so
         # `now` is bound once as $2.
         pg = dialect.name == "postgresql"
-        self.json_sql = self._json_upsert(self.mark, self.mark) if pg and dialect.driver == "psycopg" else ""
-        self.numbered_sql = self._json_upsert("$1", "$2") if pg else ""
+        psycopg = pg and dialect.driver == "psycopg"
+        self.json_sql = {t: self._json_upsert(self.mark, self.mark, touch=t) if psycopg else "" for t in (False, True)}
+        self.numbered_sql = {t: self._json_upsert("$1", "$2", touch=t) if pg else "" for t in (False, True)}
         # One pin (every batch at low concurrency, so every first turn's wait at c=1): a VALUES row with the
         # pin's columns as parameters, one statement text for the only size it takes. The server skips the JSON
         # function: 10-25 us less of its CPU a claim (the router binds twelve parameters instead of two: ~8k
@@ -105,39 +118,59 @@ class PinClaims:
         # turn 0.024-0.031 ms less at p50 with the flush off (14 and 17 of 20 pairs) and 0.016 ms durable (14 of
         # 20). Batches keep the JSON form: one text for any size, and the server's fixed cost is shared.
         n = len(_COLUMNS)
-        self.numbered_one = self._upsert(f"VALUES ({', '.join(f'${i}' for i in range(1, n + 1))})", f"${n + 1}") \
-            if pg else ""
+        self.numbered_one = {t: self._upsert(f"VALUES ({', '.join(f'${i}' for i in range(1, n + 1))})",
+                                             f"${n + 1}", touch=t) if pg else "" for t in (False, True)}
+        # The purge of expired pins: (before, batch, before) in the driver's marks; asyncpg's numbers them
+        self.purge_sql = self._purge(self.mark, self.mark, self.mark)
+        self.numbered_purge_sql = self._purge("$1", "$2", "$1") if pg else ""
 
-    def _json_upsert(self, rows: str, now: str) -> str:
+    def _json_upsert(self, rows: str, now: str, *, touch: bool = False) -> str:
         """The claim of the rows in the JSON parameter `rows`."""
         return self._upsert(f"SELECT {', '.join(_COLUMNS)} FROM json_populate_recordset("
-                            f"NULL::{SessionPin.__tablename__}, {rows}::json)", now)
+                            f"NULL::{SessionPin.__tablename__}, {rows}::json)", now, touch=touch)
 
-    def _upsert(self, rows: str, now: str = "") -> str:
+    def _upsert(self, rows: str, now: str = "", *, touch: bool = False) -> str:
         """The claim around `rows` (a VALUES list or a SELECT); `now` is the placeholder compared with each
-        claimed column's expiry [the driver's mark: its parameters follow the rows', once per claimed column]."""
+        claimed column's expiry [the driver's mark: its parameters follow the rows', once per claimed column].
+        `touch`: a returning turn's refresh (`touch_row`): the same, except that a live pin takes the row's last
+        node when it names one (this replica moved the session) and keeps its own otherwise."""
         t, m, cols = SessionPin.__tablename__, now or self.mark, ", ".join(_COLUMNS)
-        fresh = [f"{c} = CASE WHEN {t}.expires_at <= {m} THEN excluded.{c} ELSE {t}.{c} END" for c in _CLAIMED]
+        fresh = [f"{c} = CASE WHEN {t}.expires_at <= {m} THEN excluded.{c} ELSE "
+                 + (f"COALESCE(excluded.{c}, {t}.{c})" if touch and c == "last_node" else f"{t}.{c}") + " END"
+                 for c in _CLAIMED]
         return (f"INSERT INTO {t} ({cols}) {rows} ON CONFLICT (session_key) DO UPDATE SET {', '.join(fresh)}, "
                 f"last_used = excluded.last_used, expires_at = excluded.expires_at RETURNING {cols}")
 
-    def sql(self, n: int) -> str:
+    @staticmethod
+    def _purge(before: str, batch: str, before_again: str) -> str:
+        """At most `batch` pins that expired before `before` (see `purge_expired_pins`), one statement."""
+        t = SessionPin.__tablename__
+        return (f"DELETE FROM {t} WHERE session_key IN (SELECT session_key FROM {t} WHERE expires_at < {before} "
+                f"LIMIT {batch}) AND expires_at < {before_again}")
+
+    def purge_params(self, before: datetime, batch: int) -> tuple:
+        """`purge_sql`'s parameters."""
+        stamp = self.bind_now(before) if self.bind_now else before
+        return stamp, batch, stamp
+
+    def sql(self, n: int, touch: bool = False) -> str:
         """The VALUES form for `n` rows."""
-        text = self._sql.get(n)
+        text = self._sql.get((n, touch))
         if text is None:
             row = f"({', '.join([self.mark] * len(_COLUMNS))})"
-            text = self._sql[n] = self._upsert(f"VALUES {', '.join([row] * n)}")
+            text = self._sql[(n, touch)] = self._upsert(f"VALUES {', '.join([row] * n)}", touch=touch)
         return text
 
-    def statement(self, pins: list[dict], now: datetime) -> tuple[str, tuple, dict[str, tuple[tuple, dict]]]:
+    def statement(self, pins: list[dict], now: datetime, *, touch: bool = False) \
+            -> tuple[str, tuple, dict[str, tuple[tuple, dict]]]:
         """(SQL text in the driver's paramstyle, parameters, what each key's row holds if it is ours) for one
         batch; `pins` must not be empty. The third part is for `stored`: key -> (the claimed columns as the
-        driver returns them, the pin)."""
+        driver returns them, the pin). `touch`: the rows are refreshes (`touch_row`), see `_upsert`."""
         ordered = sorted(pins, key=lambda p: p["session_key"])
         stamp = self.bind_now(now) if self.bind_now else now
-        if self.json_sql:
+        if self.json_sql[touch]:
             rows, ours = self._json(ordered)
-            return self.json_sql, (rows, *[stamp] * len(_CLAIMED)), ours
+            return self.json_sql[touch], (rows, *[stamp] * len(_CLAIMED)), ours
         params: list = []
         ours = {}
         bind_used = self.bind[_LAST_USED]
@@ -149,18 +182,19 @@ class PinClaims:
             ours[p["session_key"]] = (tuple(values[1:_OURS_END]), p)
             params += values
         params += [stamp] * len(_CLAIMED)
-        return self.sql(len(pins)), tuple(params), ours
+        return self.sql(len(pins), touch), tuple(params), ours
 
-    def numbered(self, pins: list[dict], now: datetime) -> tuple[str, tuple, dict[str, tuple[tuple, dict]]]:
+    def numbered(self, pins: list[dict], now: datetime, *, touch: bool = False) \
+            -> tuple[str, tuple, dict[str, tuple[tuple, dict]]]:
         """`statement` for asyncpg on PostgreSQL: the JSON form with numbered parameters, (the rows as JSON,
         `now`), or for a single pin the VALUES form, (its columns..., `now`); asyncpg binds Python values itself
         (an aware datetime for `timestamptz`) and prepares each of the two texts once per connection."""
         if len(pins) == 1:
             p = pins[0]
-            return self.numbered_one, (*[p[c] for c in _COLUMNS], now), \
+            return self.numbered_one[touch], (*[p[c] for c in _COLUMNS], now), \
                 {p["session_key"]: (tuple([p[c] for c in _CLAIMED]), p)}
         rows, ours = self._json(sorted(pins, key=lambda p: p["session_key"]))
-        return self.numbered_sql, (rows, now), ours
+        return self.numbered_sql[touch], (rows, now), ours
 
     @staticmethod
     def _json(ordered: list[dict]) -> tuple[str, dict[str, tuple[tuple, dict]]]:
@@ -184,11 +218,14 @@ class PinClaims:
             out.append(d)
         return out
 
-    def claim(self, conn: Connection, pins: list[dict], now: datetime) -> list[dict]:
+    def claim(self, conn: Connection, pins: list[dict], now: datetime, *, touch: bool = False) -> list[dict]:
         if not pins:
             return []
-        sql, params, ours = self.statement(pins, now)
+        sql, params, ours = self.statement(pins, now, touch=touch)
         return self.stored(conn.exec_driver_sql(sql, params).all(), ours)
+
+    def purge(self, conn: Connection, before: datetime, batch: int) -> int:
+        return int(conn.exec_driver_sql(self.purge_sql, self.purge_params(before, batch)).rowcount or 0)
 
 
 def claim_pins(*, conn: Connection, pins: list[dict], now: datetime) -> list[dict]:
@@ -196,27 +233,9 @@ def claim_pins(*, conn: Connection, pins: list[dict], now: datetime) -> list[dic
     return PinClaims(conn.dialect).claim(conn, pins, now)
 
 
-def touch_pin(*, session: Session, session_key: str, ttl_s: int, now: datetime | None = None) -> str | None:
-    """Refresh a pin's expiry; returns its last node (another replica may have moved the session since)."""
-    now = now or utcnow()
-    pin = session.get(SessionPin, session_key)
-    if pin is None:
-        return None
-    pin.last_used = now
-    pin.expires_at = now + timedelta(seconds=ttl_s)
-    node = pin.last_node
-    session.commit()
-    return node
-
-
 def set_served_deployment(*, session: Session, session_key: str, deployment: str) -> None:
     session.exec(update(SessionPin).where(col(SessionPin.session_key) == session_key)
                  .values(served_deployment=deployment))
-    session.commit()
-
-
-def set_last_node(*, session: Session, session_key: str, node: str) -> None:
-    session.exec(update(SessionPin).where(col(SessionPin.session_key) == session_key).values(last_node=node))
     session.commit()
 
 

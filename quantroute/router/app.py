@@ -63,6 +63,8 @@ class Router:
                                            on_batch=self.metrics.pins.committed,
                                            synchronous=settings.pin_synchronous_commit)
                               if engine is not None else None)
+        if self.pin_committer is not None:
+            self.metrics.pin_touches.counts = self.pin_committer.touch_counts
         self.pins = PinStore(engine, touch_interval_s=settings.pin_touch_interval_s, committer=self.pin_committer,
                              max_cached=settings.pin_cache_max)
         self.holder = PolicyHolder(settings.policies_dir, engine, on_change=self._policy_changed,

@@ -12,7 +12,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from quantroute.router.metrics.series import LATENCY_BUCKETS, PinSeries, RequestSeries
+from quantroute.router.metrics.series import LATENCY_BUCKETS, PinSeries, PinTouchCounts, RequestSeries
 
 # LATENCY_BUCKETS: the shadow metrics use them too
 __all__ = ["LATENCY_BUCKETS", "RouterMetrics", "build_version", "merge_worker_metrics"]
@@ -81,6 +81,8 @@ class RouterMetrics:
         # first turn observes all three)
         self.pins = PinSeries()
         r.register(self.pins)
+        self.pin_touches = PinTouchCounts()
+        r.register(self.pin_touches)
         self.rejected = Counter("quantroute_requests_rejected_total",
                                 "Requests refused before routing: concurrency (replica at its limit), body_timeout",
                                 ["reason"], registry=r)

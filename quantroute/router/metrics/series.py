@@ -125,6 +125,24 @@ class PinSeries:
                          "Time a first turn's ready answer waited for its session pin's commit", [], {(): self.wait})
 
 
+class PinTouchCounts:
+    """quantroute_pin_touches_total: the pin committer's own counts of returning turns' refreshes, read at scrape
+    time (a touch costs no metric call of its own)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def collect(self) -> Iterator[Metric]:
+        touches = CounterMetricFamily("quantroute_pin_touches_total",
+                                      "Returning turns' session pin refreshes by outcome: written (in batches), "
+                                      "retried (a batch the database failed, queued again), refused (the queue "
+                                      "was full: the pin stays due), failed (a row the database refused)",
+                                      labels=["outcome"])
+        for outcome, n in self.counts.items():
+            touches.add_metric([outcome], n)
+        yield touches
+
+
 def _histogram(name: str, doc: str, labels: list[str], series: dict) -> HistogramMetricFamily:
     family = HistogramMetricFamily(name, doc, labels=labels)
     for values, h in list(series.items()):

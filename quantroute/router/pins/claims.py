@@ -10,7 +10,10 @@
   thread hop per batch would cost more than the statement itself.
 - Anything else: a kept SQLAlchemy connection in autocommit mode, used from a worker thread.
 
-Either way the statement is `PinClaims`' one read-or-create upsert, its own transaction."""
+Either way a batch is one statement of `PinClaims`, its own transaction: the read-or-create upsert of new pins
+(`claim`), the same upsert refreshing returning turns' pins (`claim(..., touch=True)`), or a bounded purge of
+expired pins (`purge`). On SQLite that makes the router's pin writes one writer in the event loop: a purge run
+elsewhere held the write lock that claims then waited for."""
 
 from __future__ import annotations
 
@@ -18,7 +21,9 @@ import asyncio
 import logging
 import sqlite3
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
 
@@ -29,6 +34,7 @@ if TYPE_CHECKING:
     import asyncpg  # the postgres extra: imported where a claim needs it
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 class TransientError(Exception):
@@ -54,16 +60,19 @@ class ThreadedClaims:
         self.synchronous = synchronous
         self._conn: Connection | None = None
 
-    async def claim(self, rows: list[dict], timeout_s: float) -> list[dict]:
-        return await asyncio.to_thread(self._claim, rows)
+    async def claim(self, rows: list[dict], timeout_s: float, *, touch: bool = False) -> list[dict]:
+        return await asyncio.to_thread(self._call, lambda c: self.claims.claim(c, rows, utcnow(), touch=touch))
 
-    def _claim(self, rows: list[dict]) -> list[dict]:
+    async def purge(self, before: datetime, batch: int, timeout_s: float) -> int:
+        return await asyncio.to_thread(self._call, lambda c: self.claims.purge(c, before, batch))
+
+    def _call(self, fn: Callable[[Connection], _T]) -> _T:
         if self._conn is None:
             self._conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             if self.engine.dialect.name == "postgresql" and not self.synchronous:
                 self._conn.exec_driver_sql(ASYNC_COMMIT)
         try:
-            return self.claims.claim(self._conn, rows, utcnow())
+            return fn(self._conn)
         except Exception:
             self._drop()  # a broken or unknown-state connection is never reused
             raise
@@ -113,14 +122,22 @@ class SqliteClaims:
             self._conn = conn
         return self._conn
 
-    async def claim(self, rows: list[dict], timeout_s: float) -> list[dict]:
+    async def claim(self, rows: list[dict], timeout_s: float, *, touch: bool = False) -> list[dict]:
+        sql, params, ours = self.claims.statement(rows, utcnow(), touch=touch)
+        fetched = await self._run(sql, params, timeout_s, lambda cur: cur.fetchall())
+        return self.claims.stored(fetched, ours)
+
+    async def purge(self, before: datetime, batch: int, timeout_s: float) -> int:
+        return await self._run(self.claims.purge_sql, self.claims.purge_params(before, batch), timeout_s,
+                               lambda cur: cur.rowcount)
+
+    async def _run(self, sql: str, params: tuple, timeout_s: float, read: Callable[[sqlite3.Cursor], _T]) -> _T:
         deadline = time.monotonic() + timeout_s
         pause = 50e-6
-        sql, params, ours = self.claims.statement(rows, utcnow())
         first = True
         while True:
             try:
-                fetched = self._connection().execute(sql, params).fetchall()
+                got = read(self._connection().execute(sql, params))
                 break
             except sqlite3.OperationalError as e:
                 if not busy(e):
@@ -140,7 +157,7 @@ class SqliteClaims:
             pause = min(pause * 2, 1e-3)
         if first:
             self.inline += 1
-        return self.claims.stored(fetched, ours)
+        return got
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -181,21 +198,28 @@ class AsyncpgClaims:
         self.claims = PinClaims(engine.dialect)
         self._conn: asyncpg.Connection | None = None
 
-    async def claim(self, rows: list[dict], timeout_s: float) -> list[dict]:
+    async def claim(self, rows: list[dict], timeout_s: float, *, touch: bool = False) -> list[dict]:
+        sql, params, ours = self.claims.numbered(rows, utcnow(), touch=touch)
+        return self.claims.stored(await self._run(sql, params, timeout_s, "fetch"), ours)
+
+    async def purge(self, before: datetime, batch: int, timeout_s: float) -> int:
+        status = await self._run(self.claims.numbered_purge_sql, (before, batch), timeout_s, "execute")
+        return int(status.split()[-1])  # "DELETE n"
+
+    async def _run(self, sql: str, params: tuple, timeout_s: float, how: str):
+        """`conn.fetch` (rows) or `conn.execute` (the status text) of one statement, bounded by `timeout_s`."""
         import asyncpg
 
         try:
             conn = self._conn
             if conn is None or conn.is_closed():
                 conn = self._conn = await self._connect(timeout_s)
-            sql, params, ours = self.claims.numbered(rows, utcnow())
             # Bounded: a hung server must not hold every later pin behind this batch. A timeout scope, not
             # wait_for: wait_for runs the query in a task of its own, which sends it and reads its answer a loop
             # iteration later each, and a busy router's iteration is long. asyncpg prepares the statement once
             # per connection (its statement cache) and binds the JSON text and `now` as they are.
             async with asyncio.timeout(timeout_s):
-                fetched = await conn.fetch(sql, *params)
-            return self.claims.stored(fetched, ours)
+                return await getattr(conn, how)(sql, *params)
         except Exception as e:
             await self.aclose()  # a broken or unknown-state connection is never reused
             # The connection's failures (the socket, a timeout, asyncpg's interface errors, the SQLSTATE classes

@@ -8,15 +8,23 @@ resolved (see `Decider.settle`), so a pin is never lost silently: it is stored, 
 
 Failures: a connection-level error (DB down, restarting, locked) keeps the batch and retries it after a short
 backoff until the claims' deadline; any other error splits the batch in halves until the row that cannot be
-stored is alone (and fails), so one bad key never holds up the others."""
+stored is alone (and fails), so one bad key never holds up the others.
+
+Returning turns' refreshes (`touch`) and the purge of expired pins (`purge`) go through the same task and the same
+kept connection, one statement per batch, taken in turn with the claims (a claim waits for at most one touch batch
+and one purge statement): no thread hop and no ORM object per turn, and on SQLite no second writer in this
+process for claims to wait behind (see `Touches` for what is kept, retried and refused)."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 
 from sqlalchemy.engine import Engine
@@ -58,9 +66,73 @@ def _follow(waiter: asyncio.Future, done: asyncio.Future) -> None:
         waiter.set_result(done.result())
 
 
+class Touches:
+    """Returning turns' pin refreshes waiting to be written (`touch_row`s), one per session key, in arrival order.
+
+    Nothing waits for a touch: the session's pin is stored already and the turn is answered at once. A touch
+    exists so that the stored expiry follows the session's use and another replica finds the pin alive (and so
+    that a node move reaches the others), so a queued touch is never dropped while its key has nothing newer:
+
+    - a newer touch of the same key replaces it, keeping the node it moved to unless the newer one moved too:
+      the newer row carries a later expiry, so this loses nothing;
+    - a batch the database fails as a whole (the connection, a lock, a restart) is queued again, behind any newer
+      touch of the same keys, and retried after the committer's backoff, for as long as it takes;
+    - a row the database refuses on its own (not the connection) cannot be written by retrying: it is logged and
+      counted as failed, and its session's next due turn tries again.
+
+    Bounded at `limit` keys: at the bound a new key's touch is refused (`add` returns False) rather than another
+    one dropped. Its pin stays due in the cache, so the session's next turn offers it again, and the stored row is
+    as last written: nothing is deleted or replaced, so no pin is lost while that stored expiry is ahead (the
+    purge's grace adds `touch_interval_s` after it). Only a queue that stays full for longer than that, which is
+    a database down for most of a session TTL, lets a refused session's row expire."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.rows: dict[str, dict] = {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def add(self, row: dict) -> bool:
+        key = row["session_key"]
+        old = self.rows.get(key)
+        if old is None:
+            if len(self.rows) >= self.limit:
+                return False
+            self.rows[key] = row
+        else:
+            if row["last_node"] is None:
+                row["last_node"] = old["last_node"]
+            del self.rows[key]  # to the back: the newer touch is written in its own turn
+            self.rows[key] = row
+        return True
+
+    def take(self, n: int) -> list[dict]:
+        keys = list(itertools.islice(self.rows, n))
+        return [self.rows.pop(k) for k in keys]
+
+    def put_back(self, batch: list[dict]) -> None:
+        """Rows of a failed batch, queued again unless a newer touch of the key arrived meanwhile (which keeps the
+        failed row's node move if it has none of its own). The bound does not apply: they were queued already."""
+        for row in batch:
+            newer = self.rows.get(row["session_key"])
+            if newer is None:
+                self.rows[row["session_key"]] = row
+            elif newer["last_node"] is None:
+                newer["last_node"] = row["last_node"]
+
+
+@dataclass(slots=True)
+class Purge:
+    before: datetime
+    batch: int
+    future: asyncio.Future  # -> pins deleted
+
+
 class PinCommitter:
     def __init__(self, engine: Engine, *, timeout_s: float = 5.0, max_batch: int = 256,
-                 on_batch: Callable[[int, float], None] | None = None, synchronous: bool = True) -> None:
+                 on_batch: Callable[[int, float], None] | None = None, synchronous: bool = True,
+                 max_touches: int = 100_000) -> None:
         self._engine = engine
         self.synchronous = synchronous  # PostgreSQL: each commit waits for its WAL flush (see claims_for)
         self._db = claims_for(engine, synchronous=synchronous)  # one kept connection: no checkout, ping, BEGIN
@@ -71,6 +143,12 @@ class PinCommitter:
         self.pending: dict[str, Claim] = {}  # insertion order = arrival order
         self.batches = 0
         self.errors = 0
+        self.touches = Touches(max_touches)
+        # (touch rows stored, as the database holds them) -> None: the pin store's cache catches up (node moves)
+        self.on_touched: Callable[[list[dict]], None] | None = None
+        self.touch_counts = dict.fromkeys(("written", "refused", "failed", "retried"), 0)
+        self._purges: deque[Purge] = deque()
+        self._next = 0  # which kind of work goes next (claims, touches, purges: in turn)
         self._wake = asyncio.Event()
         self._backoff = 0.0
         self._busy = False  # a batch is being written
@@ -94,34 +172,74 @@ class PinCommitter:
         self._wake.set()
         return fut
 
+    def touch(self, row: dict) -> bool:
+        """Queue a returning turn's refresh (`touch_row`); False when the queue is at its bound (see `Touches`):
+        the caller keeps the pin due and offers it again on the session's next turn."""
+        if not self.touches.add(row):
+            self.touch_counts["refused"] += 1
+            return False
+        self._wake.set()
+        return True
+
+    def purge(self, before: datetime, batch: int) -> asyncio.Future:
+        """Delete at most `batch` pins that expired before `before`, in this task's turn; resolves with the count."""
+        fut = asyncio.get_running_loop().create_future()
+        self._purges.append(Purge(before, batch, fut))
+        self._wake.set()
+        return fut
+
     async def run(self) -> None:
-        """Background task: write whatever is pending, batch after batch, until cancelled."""
+        """Background task: write whatever is pending, batch after batch, until cancelled. Claims, touches and
+        purges take turns, so none of them waits behind a stream of the others."""
         try:
             while True:
                 await self._wake.wait()
                 self._wake.clear()
-                while self.pending:
+                while self.pending or self.touches or self._purges:
                     if self._backoff:
                         await asyncio.sleep(self._backoff)
                     self._busy = True
-                    batch = self._take()
                     try:
-                        await self._commit(batch)
-                    except BaseException:  # cancelled while writing it: its claims get an outcome too
-                        self._fail(batch, "the router is shutting down")
-                        raise
+                        await self._step()
                     finally:
                         self._busy = False
         finally:
             self._fail(list(self.pending.values()), "the router is shutting down")
             self.pending.clear()
+            if self.touches:
+                log.warning("%d session pin refreshes not written before shutdown", len(self.touches))
+            for job in self._purges:
+                if not job.future.done():
+                    job.future.set_exception(PinNotStored("the router is shutting down"))
+            self._purges.clear()
             for db in (*self._retired, self._db):
                 await db.aclose()
 
+    async def _step(self) -> None:
+        """One statement: the next kind of work in turn that has any."""
+        for i in range(3):
+            kind = (self._next + i) % 3
+            if kind == 0 and self.pending:
+                batch = self._take()
+                try:
+                    await self._commit(batch)
+                except BaseException:  # cancelled while writing it: its claims get an outcome too
+                    self._fail(batch, "the router is shutting down")
+                    raise
+            elif kind == 1 and self.touches:
+                await self._write_touches(self.touches.take(self.max_batch))
+            elif kind == 2 and self._purges:
+                await self._purge(self._purges.popleft())
+            else:
+                continue
+            self._next = kind + 1
+            return
+
     async def drain(self, *, timeout_s: float) -> None:
-        """Wait (bounded) until every claim made so far is resolved: at shutdown, before the task stops."""
+        """Wait (bounded) until every claim and touch made so far is written or resolved: at shutdown, before
+        the task stops."""
         deadline = time.monotonic() + timeout_s
-        while (self.pending or self._busy) and time.monotonic() < deadline:
+        while (self.pending or self.touches or self._busy) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
 
     def _take(self) -> list[Claim]:
@@ -160,6 +278,45 @@ class PinCommitter:
                 c.future.set_exception(PinNotStored("the database returned no row for this pin"))
             else:
                 c.future.set_result(pin)
+
+    async def _write_touches(self, batch: list[dict]) -> None:
+        """One statement for the batch; on the connection's failure the batch is queued again (after the
+        backoff), on a row's it is split until that row is alone."""
+        while self._retired:
+            await self._retired.pop().aclose()
+        try:
+            stored = await self._db.claim(batch, self.timeout_s, touch=True)
+        except Exception as e:  # noqa: BLE001 - every touch is kept or accounted for, below
+            self.errors += 1
+            if transient(e):
+                self._backoff = min(max(self._backoff * 2, 0.02), 0.5)
+                self.touches.put_back(batch)
+                self.touch_counts["retried"] += len(batch)
+                log.warning("session pin refresh batch of %d failed (kept for a retry): %s", len(batch), e)
+                self._wake.set()
+            elif len(batch) == 1:
+                self.touch_counts["failed"] += 1
+                log.warning("session pin refresh %r rejected by the database: %s", batch[0]["session_key"], e)
+            else:
+                mid = len(batch) // 2
+                await self._write_touches(batch[:mid])
+                await self._write_touches(batch[mid:])
+            return
+        self._backoff = 0.0
+        self.touch_counts["written"] += len(batch)
+        if self.on_touched is not None:
+            self.on_touched(stored)
+
+    async def _purge(self, job: Purge) -> None:
+        try:
+            n = await self._db.purge(job.before, job.batch, self.timeout_s)
+        except Exception as e:  # noqa: BLE001 - the caller (the purge loop) tries again later
+            self.errors += 1
+            if not job.future.done():
+                job.future.set_exception(e)
+            return
+        if not job.future.done():
+            job.future.set_result(n)
 
     def _retry_later(self, batch: list[Claim], e: Exception) -> None:
         now = time.monotonic()

@@ -2,10 +2,15 @@
 
 A hit costs a dict lookup. A miss (new session, restarted router, another replica or worker pinned it) does not
 read the DB first: the caller routes the request as a first turn and `claim`s a pin for that route, which the
-group committer (`pincommit.py`) stores with one read-or-create statement, concurrently with forwarding. The
+group committer (`committer.py`) stores with one read-or-create statement, concurrently with forwarding. The
 claim resolves with the pin in force: ours, or the one another replica stored first, which the request then
 follows before any byte of its response leaves (`Decider.settle`). A pin that cannot be stored fails its
 request: stickiness is never traded for availability. Without a database pins live in this process only.
+
+A returning turn is a hit. At most every `touch_interval_s` per pin it queues a touch with the committer (the
+stored expiry follows the session's use; a node move is written with it), which goes out in a batch with other
+sessions' touches; its answer does not wait for it. The touch's stored row comes back: the cache takes another
+replica's node move from it, and another replica's pin where the stored one had expired and was replaced.
 """
 
 from __future__ import annotations
@@ -27,11 +32,9 @@ from quantroute.db.session_pin import (
     claim_row,
     delete_pin,
     list_pins,
-    purge_expired_pins,
     rearm_pin,
-    set_last_node,
     set_served_deployment,
-    touch_pin,
+    touch_row,
 )
 from quantroute.router.pins.committer import PinCommitter
 
@@ -57,6 +60,8 @@ class Pin:
     # The row this process claimed, until adopted: the committer resolves a claim stored as sent with this very
     # dict, so `stored.result() is claim_row` says "ours, unchanged" without comparing a field (see adopt)
     claim_row: dict | None = None
+    node_unsaved: bool = False  # this replica moved the session's node and no touch has taken the move yet
+    ttl_s: float = 0.0  # the TTL of the last turn's lookup (a node move's touch refreshes with it)
 
     @classmethod
     def from_row(cls, row: SessionPin) -> Pin:
@@ -80,9 +85,13 @@ class PinStore:
         self.committer = committer
         self.touch_interval_s = touch_interval_s
         self.max_cached = max_cached
+        if engine is not None and committer is None:
+            raise ValueError("a pin store with a database needs its committer (touches and purges go through it)")
         self.cache: dict[str, Pin] = {}
         self.db_errors = 0
         self._bg: set[asyncio.Task] = set()
+        if committer is not None:
+            committer.on_touched = self._touched
 
     def get(self, key: str, ttl_s: int) -> Pin | None:
         """The cached pin (also one whose claim is still being committed here); None on a miss, which the caller
@@ -95,9 +104,9 @@ class PinStore:
             return None  # its claim failed: this turn claims again
         if pin.expires > now:
             pin.expires = now + ttl_s
-            if self.engine is not None and pin.stored is None and now - pin.touched > self.touch_interval_s:
-                pin.touched = now
-                self._spawn(self._touch(key, ttl_s))
+            pin.ttl_s = ttl_s
+            if self.committer is not None and pin.stored is None and now - pin.touched > self.touch_interval_s:
+                self._touch(pin, ttl_s, now)
             return pin
         del self.cache[key]
         return None
@@ -110,7 +119,7 @@ class PinStore:
         it stored the session first)."""
         now, now_m = utcnow(), time.monotonic()
         pin = Pin(key, model, tier, arm, deployment, policy_version, now, now_m + ttl_s, now_m, served_deployment,
-                  node)
+                  node, ttl_s=ttl_s)
         self.cache[key] = pin
         # Bounded: clients choose session ids. The oldest entry goes; with a DB its next turn claims again and
         # gets the stored pin back; without one it is lost, so size the bound for the sessions alive in a TTL.
@@ -179,8 +188,35 @@ class PinStore:
         if pin is None or pin.node == node:
             return
         pin.node = node
-        if self.engine is not None:
-            self._spawn(self._db_call(set_last_node, session_key=key, node=node))
+        if self.committer is not None and pin.stored is None:
+            pin.node_unsaved = True
+            self._touch(pin, pin.ttl_s, time.monotonic())
+
+    def _touch(self, pin: Pin, ttl_s: float, now: float) -> None:
+        """Queue the pin's refresh (and its node, if this replica moved it). Refused at the queue's bound: the pin
+        stays due and its next turn offers it again (see committer.Touches)."""
+        row = touch_row(pin.session_key, pin.model, pin.tier, pin.arm, pin.deployment, pin.served_deployment,
+                        pin.node if pin.node_unsaved else None, pin.policy_version, pin.created_at, utcnow(), ttl_s)
+        if self.committer is not None and self.committer.touch(row):
+            pin.touched = now
+            pin.node_unsaved = False
+
+    def _touched(self, rows: builtins.list[dict]) -> None:
+        """A touch batch was written: each row as stored. The cache follows another replica's node move (node
+        affinity across replicas) and, where the stored pin had expired and another replica pinned the session
+        afresh, that pin; not for a key with a newer touch queued, whose outcome comes with it."""
+        queued = self.committer.touches.rows if self.committer is not None else {}
+        for row in rows:
+            key = row["session_key"]
+            pin = self.cache.get(key)
+            if pin is None or pin.stored is not None or key in queued or row["model"] != pin.model:
+                continue
+            if row["last_node"] is not None:
+                pin.node = row["last_node"]
+            if row["created_at"] != pin.created_at:
+                pin.tier, pin.arm, pin.deployment = row["tier"], row["arm"], row["deployment"]
+                pin.served_deployment, pin.policy_version = row["served_deployment"], row["policy_version"]
+                pin.created_at, pin.node = row["created_at"], row["last_node"]
 
     def rearm(self, key: str, arm: str) -> None:
         """Move a pinned session to another canary arm (same tier): in the cache at once, in the DB off the path."""
@@ -210,12 +246,14 @@ class PinStore:
         statements per call (the rest waits for the next call). The grace covers a replica whose cache kept a
         session alive but has not refreshed the row yet (it does so every `touch_interval_s`)."""
         self.forget_expired()
-        if self.engine is None:
+        if self.committer is None:
             return 0
         before = utcnow() - timedelta(seconds=grace_s)
         total = 0
         for _ in range(max_batches):
-            n = await asyncio.to_thread(self._purge, before, batch)
+            # In the committer's turn on its connection: on SQLite a purge in a thread held the write lock while
+            # claims waited for it
+            n = await self.committer.purge(before, batch)
             total += n
             if n < batch:
                 break
@@ -238,10 +276,6 @@ class PinStore:
     def _engine(self) -> Engine:
         return require_engine(self.engine, who="the session pin store")
 
-    def _purge(self, before: datetime, batch: int) -> int:
-        with db_session(self._engine()) as s:
-            return purge_expired_pins(session=s, before=before, batch=batch)
-
     def _delete(self, key: str) -> bool:
         with db_session(self._engine()) as s:
             return delete_pin(session=s, session_key=key)
@@ -260,23 +294,6 @@ class PinStore:
     def _set_served_sync(self, key: str, deployment: str) -> None:
         with db_session(self._engine()) as s:
             set_served_deployment(session=s, session_key=key, deployment=deployment)
-
-    async def _touch(self, key: str, ttl_s: int) -> None:
-        try:
-            node = await asyncio.to_thread(self._touch_sync, key, ttl_s)
-        except Exception as e:  # noqa: BLE001 - DB down: try again on the next touch
-            self.db_errors += 1
-            log.warning("session pin refresh failed: %s", e)
-            return
-        pin = self.cache.get(key)
-        if pin is not None and node is not None:
-            # Node affinity across replicas: another replica that moved the session (its last node was busy or
-            # down there) wrote the new node; this replica's cache catches up at the latest one touch later.
-            pin.node = node
-
-    def _touch_sync(self, key: str, ttl_s: int) -> str | None:
-        with db_session(self._engine()) as s:
-            return touch_pin(session=s, session_key=key, ttl_s=ttl_s)
 
     def _spawn(self, coro) -> None:
         t = asyncio.ensure_future(coro)

@@ -1,0 +1,203 @@
+"""Returning turns' pin refreshes (touches): batched through the group committer's connection, the stored expiry
+follows the session, a batch the database fails is kept and retried (no pin lost), a node move on one replica
+reaches the other, and a full queue refuses rather than drops. Real SQLite and, when configured, PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+
+from sqlalchemy import text
+
+from quantroute.clock import aware, utcnow
+from quantroute.db.engine import init_db, make_engine
+from quantroute.router.pins.committer import PinCommitter
+from quantroute.router.pins.store import Pin, PinStore
+from tests.router.test_pincommit import until
+from tests.support.sqlite_lock import WriteLock
+
+TTL = 3600
+
+
+def claim(store: PinStore, key: str, tier: str = "int4", node: str | None = None) -> Pin:
+    return store.claim(key=key, model="llama3-8b", tier=tier, arm=None, deployment=None, policy_version=1,
+                       ttl_s=TTL, served_deployment=f"d-{tier}", node=node)
+
+
+def url_of(engine) -> str:
+    return engine.url.render_as_string(hide_password=False)
+
+
+def stored(engine, key: str) -> dict | None:
+    with engine.connect() as c:
+        row = c.execute(text("SELECT tier, last_node, expires_at FROM session_pin WHERE session_key = :k"),
+                        {"k": key}).mappings().first()
+    if row is None:
+        return None
+    expires = row["expires_at"]
+    return {**row, "expires_at": aware(datetime.fromisoformat(expires) if isinstance(expires, str) else expires)}
+
+
+@asynccontextmanager
+async def replica(url: str, *, touch_interval_s: float = 0.01, timeout_s: float = 5.0, max_touches: int = 100_000):
+    """One router's pin store and committer (its task running) over the database at `url`."""
+    engine = make_engine(url)
+    committer = PinCommitter(engine, timeout_s=timeout_s, max_touches=max_touches)
+    runner = asyncio.create_task(committer.run())
+    store = PinStore(engine, touch_interval_s=touch_interval_s, committer=committer)
+    try:
+        yield store, committer, engine
+    finally:
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+        engine.dispose()
+
+
+async def returning(store: PinStore, key: str) -> Pin:
+    """A returning turn after the touch interval: the cache hit that queues the pin's touch."""
+    await asyncio.sleep(0.02)
+    pin = store.get(key, TTL)
+    assert pin is not None, f"pin {key!r} not cached"
+    return pin
+
+
+async def written(committer: PinCommitter, n: int) -> None:
+    await until(lambda: committer.touch_counts["written"] >= n and not committer.touches)
+
+
+def test_returning_turns_extend_the_stored_expiry_in_batches(engine):
+    db_url = url_of(engine)
+
+    async def go() -> None:
+        async with replica(db_url) as (store, committer, engine):
+            pins = [claim(store, f"s-{i}") for i in range(40)]
+            await asyncio.wait([p.stored for p in pins])
+            before = {p.session_key: stored(engine, p.session_key)["expires_at"] for p in pins}
+            batches = committer.batches
+            await asyncio.sleep(1.1)  # stored expiries have a second's resolution to move by
+            for p in pins:
+                await asyncio.sleep(0)
+                assert store.get(p.session_key, TTL) is p
+            assert 0 < len(committer.touches) <= 40  # queued, not written by the turn itself
+            await written(committer, 40)
+            assert committer.batches == batches  # touches are not claims: no pin was claimed again
+            for p in pins:
+                after = stored(engine, p.session_key)
+                assert after["expires_at"] >= before[p.session_key] + timedelta(seconds=1), p.session_key
+                assert after["expires_at"] > utcnow() + timedelta(seconds=TTL - 60)
+            # a turn within the touch interval writes nothing more
+            store.touch_interval_s = 60
+            store.get("s-0", TTL)
+            assert not committer.touches
+
+    asyncio.run(go())
+
+
+def test_no_pin_is_lost_when_the_sqlite_database_fails_a_touch_batch(sqlite_url):
+    """The write lock is held past the batch's deadline: the batch fails as a whole and is queued again; meanwhile
+    a newer touch of one key (a node move) merges with it and another replica's purge deletes one row. Once the
+    lock is free every touch is written: expiries extended, the move stored, the purged pin back."""
+    path = sqlite_url.removeprefix("sqlite:///")
+
+    async def go() -> None:
+        async with replica(sqlite_url, timeout_s=0.3) as (store, committer, engine):
+            pins = [claim(store, f"k-{i}", node="n-1") for i in range(5)]
+            await asyncio.wait([p.stored for p in pins])
+            with engine.begin() as c:  # another replica's purge took k-4 (its stored expiry had passed there)
+                c.execute(text("DELETE FROM session_pin WHERE session_key = 'k-4'"))
+            started = utcnow()
+            lock = WriteLock(path)
+            for p in pins:
+                await returning(store, p.session_key)
+            await until(lambda: committer.touch_counts["retried"] >= 5)  # the batch failed whole, kept
+            store.set_node("k-0", "n-2")  # this replica moves k-0 while its touch waits for a retry
+            store.get("k-1", TTL)  # not due again: nothing new queued
+            lock.release()
+            await written(committer, 5)
+            for i in range(5):
+                row = stored(engine, f"k-{i}")
+                assert row is not None, f"k-{i} lost"
+                assert row["expires_at"] > started + timedelta(seconds=TTL - 1)
+            assert stored(engine, "k-0")["last_node"] == "n-2"
+            assert stored(engine, "k-4")["tier"] == "int4"  # the cached pin, written back
+            assert committer.touch_counts["failed"] == committer.touch_counts["refused"] == 0
+
+    asyncio.run(go())
+
+
+def test_no_pin_is_lost_when_postgres_fails_a_touch_batch(pg_url):
+    """Another transaction locks the pin table past the batch's deadline: the statement times out, the batch is
+    kept whole (its connection is dropped) and written on a new connection once the lock is gone."""
+    schema = make_engine(pg_url)
+    init_db(schema)
+    schema.dispose()
+
+    async def go() -> None:
+        async with replica(pg_url, timeout_s=0.3) as (store, committer, engine):
+            pins = [claim(store, f"k-{i}") for i in range(5)]
+            await asyncio.wait([p.stored for p in pins])
+            started = utcnow()
+            with engine.connect() as locker:
+                locker.execute(text("LOCK TABLE session_pin IN ACCESS EXCLUSIVE MODE"))
+                for p in pins:
+                    await returning(store, p.session_key)
+                await until(lambda: committer.touch_counts["retried"] >= 5)
+                locker.rollback()
+            await written(committer, 5)
+            for i in range(5):
+                assert stored(engine, f"k-{i}")["expires_at"] > started + timedelta(seconds=TTL - 1)
+
+    asyncio.run(go())
+
+
+def test_a_node_move_on_one_replica_reaches_the_other(engine):
+    db_url = url_of(engine)
+
+    async def go() -> None:
+        async with replica(db_url) as (a, ca, engine), replica(db_url) as (b, cb, _):
+            first = claim(a, "moving", node="n-1")
+            await first.stored
+            there = claim(b, "moving", node="n-3")  # b routed a turn as a first turn; a's pin is in force
+            await there.stored
+            assert b.get("moving", TTL).node == "n-1"
+            await returning(a, "moving")
+            a.set_node("moving", "n-2")  # a's turn fell back to another node
+            await written(ca, 1)
+            await until(lambda: not ca._busy)
+            assert stored(engine, "moving")["last_node"] == "n-2"
+            await until(lambda: not cb.touches and not cb._busy)
+            done = cb.touch_counts["written"]
+            pin = await returning(b, "moving")  # b's next due turn refreshes the pin and reads the move
+            await written(cb, done + 1)
+            assert pin.node == "n-2"
+            assert stored(engine, "moving")["last_node"] == "n-2"  # b's touch did not write its own node back
+
+    asyncio.run(go())
+
+
+def test_a_full_touch_queue_refuses_a_touch_and_the_pin_stays_due(sqlite_url):
+    """A queue of two while the database is locked: the touches that find it full are refused, not queued and not
+    dropping another; their pins stay due, so their next turns offer them again, and every pin gets written."""
+    path = sqlite_url.removeprefix("sqlite:///")
+
+    async def go() -> None:
+        async with replica(sqlite_url, timeout_s=5, max_touches=2) as (store, committer, engine):
+            pins = [claim(store, f"q-{i}") for i in range(5)]
+            await asyncio.wait([p.stored for p in pins])
+            before = {p.session_key: p.touched for p in pins}
+            started = utcnow()
+            with WriteLock(path):  # the queue cannot drain while the lock is held
+                for p in pins:
+                    await returning(store, p.session_key)
+                refused = [p for p in pins if p.touched == before[p.session_key]]
+                assert len(committer.touches) == 2 and committer.touch_counts["refused"] == len(refused) >= 2
+                assert not any(p.session_key in committer.touches.rows for p in refused)
+            await until(lambda: not committer.touches and not committer._busy)
+            for p in refused:  # the sessions' next turns: due still, queued now
+                await returning(store, p.session_key)
+            await written(committer, 5)
+            for p in pins:
+                assert stored(engine, p.session_key)["expires_at"] > started + timedelta(seconds=TTL - 1)
+
+    asyncio.run(go())
