@@ -43,7 +43,7 @@ def make_engine(url: str | None = None, *, echo: bool = False) -> Engine:
 def _null(_value: None) -> None:
     """sqlite3's adapter for None, which binds NULL as before. CPython 3.11's sqlite3 binds int, float and str
     parameters directly but sends every other value, None included, through its adapter lookup, which without
-    an adapter raises and clears two AttributeErrors (~3,300 instructions a NULL, callgrind). A request-log row
+    an adapter raises and clears two AttributeErrors. A request-log row
     and a session pin bind several NULLs each. The registration is the sqlite3 module's, for the process: it
     changes no value bound, only the path to it, and registering again replaces it with the same function."""
     return None

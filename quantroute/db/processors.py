@@ -2,13 +2,11 @@
 writer): each column type's own, except timestamps on SQLite.
 
 SQLAlchemy stores a SQLite timestamp as text it formats with a %-format of seven named fields and parses back
-with a regex. An instruction count of the router (callgrind, new sessions on SQLite) put that formatting at
-~30,000 instructions a first turn (four timestamps bound per pin, one per request-log row), ~2 % of the request.
-`datetime.fromisoformat` reads the same text in C. `datetime.isoformat` writes it in C too, but through
-`PyUnicode_FromFormat`, which runs libc's printf machinery per field: ~15,000 instructions a timestamp (callgrind,
-in process, new sessions: 8 % of a first turn's instructions for four of them). The router's timestamps come in
-runs within the same second, so the text up to the second is formatted once and kept (a few hundred entries at
-most) and only the microseconds are formatted per value. The tests hold both to SQLAlchemy's own processors."""
+with a regex, both slow in Python, and a first turn binds several timestamps. `datetime.fromisoformat` reads the
+same text in C. `datetime.isoformat` writes it in C too, but through libc's printf machinery per field, still
+costly. The router's timestamps come in runs within the same second, so the text up to the second is formatted
+once and kept (a few hundred entries at most) and only the microseconds are formatted per value. The tests hold
+both to SQLAlchemy's own processors."""
 
 from __future__ import annotations
 

@@ -84,15 +84,15 @@ class PinClaims:
     `INSERT ... ON CONFLICT (session_key) DO UPDATE ... RETURNING`: a live pin keeps its values (only its expiry
     moves), an expired one is replaced, so one round trip both reads and creates. The SQL text is rendered by
     hand and cached per batch size, and values go through the columns' own bind and result processors: the
-    same values SQLAlchemy would write, without compiling a statement per batch (the profile showed compiling a
-    multi-row upsert cost as much as running it). Keys are sorted so two replicas claiming overlapping keys lock
+    same values SQLAlchemy would write, without compiling a statement per batch (compiling a multi-row upsert
+    costs as much as running it). Keys are sorted so two replicas claiming overlapping keys lock
     rows in the same order (no deadlock on PostgreSQL). The caller owns the transaction; each key at most once.
 
     On PostgreSQL through psycopg the rows travel as one JSON parameter (`json_populate_recordset`): one
     statement text whatever the batch size, so psycopg splits it into placeholders once (a cached query) and the
-    server plans it once (a prepared statement). The profile of the VALUES form showed psycopg re-splitting the
-    query text per batch in Python (it caches only statements of up to 50 parameters; a pin has 11) at half of
-    the claim's client CPU, and a prepared statement per batch size. orjson writes the JSON in C; timestamps go as
+    server plans it once (a prepared statement). With a VALUES form psycopg would split the query text per batch
+    in Python (it caches only statements of up to 50 parameters; a pin has 11), and the server would prepare a
+    statement per batch size. orjson writes the JSON in C; timestamps go as
     ISO 8601 with their offset, which the `timestamptz` columns read exactly. The router's pin connection runs the
     same statement through asyncpg, and a VALUES row for a batch of one (`numbered`; see router/pins/claims.py)."""
 
@@ -111,12 +111,9 @@ class PinClaims:
         psycopg = pg and dialect.driver == "psycopg"
         self.json_sql = {t: self._json_upsert(self.mark, self.mark, touch=t) if psycopg else "" for t in (False, True)}
         self.numbered_sql = {t: self._json_upsert("$1", "$2", touch=t) if pg else "" for t in (False, True)}
-        # One pin (every batch at low concurrency, so every first turn's wait at c=1): a VALUES row with the
-        # pin's columns as parameters, one statement text for the only size it takes. The server skips the JSON
-        # function: 10-25 us less of its CPU a claim (the router binds twelve parameters instead of two: ~8k
-        # instructions more), and paired runs through the router (c=1, PostgreSQL, new sessions) gave a first
-        # turn 0.024-0.031 ms less at p50 with the flush off (14 and 17 of 20 pairs) and 0.016 ms durable (14 of
-        # 20). Batches keep the JSON form: one text for any size, and the server's fixed cost is shared.
+        # One pin (every batch at low concurrency): a VALUES row with the pin's columns as parameters, one
+        # statement text for the only size it takes, so the server skips the JSON function on a first turn's
+        # critical path. Batches keep the JSON form: one text for any size, and the server's fixed cost is shared.
         n = len(_COLUMNS)
         self.numbered_one = {t: self._upsert(f"VALUES ({', '.join(f'${i}' for i in range(1, n + 1))})",
                                              f"${n + 1}", touch=t) if pg else "" for t in (False, True)}

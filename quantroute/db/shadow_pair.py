@@ -1,6 +1,6 @@
-"""One row per shadow pair (issue 18): a sampled greedy request, the deployment that served the client and the one
+"""One row per shadow pair: a sampled greedy request, the deployment that served the client and the one
 its shadow went to, how the shadow went, and how the two answers compared. Written in batches by the router
-(`router.shadow`), never into request_log: shadow load stays out of every user-traffic figure (request stats,
+(`router.path.shadow`), never into request_log: shadow load stays out of every user-traffic figure (request stats,
 rollups, canary guards' arm windows, capacity). Read by `quantroute shadow report`, the dashboard's Live agreement
 tab and the `min_live_agreement` rollout guard. Retention follows the request log's."""
 

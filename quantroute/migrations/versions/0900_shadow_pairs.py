@@ -1,4 +1,4 @@
-"""shadow: shadow_pair, one row per live shadow comparison (issue 18), apart from request_log
+"""shadow: shadow_pair, one row per live shadow comparison, apart from request_log
 
 Revision ID: 0900_shadow_pairs
 Revises: 0001_core
