@@ -97,11 +97,16 @@ class Tracing:
 
     @staticmethod
     def end(span: Any, attributes: Mapping[str, Any] | None = None, *, error: str | None = None) -> None:
+        Tracing.annotate(span, attributes, error=error)
+        span.end()
+
+    @staticmethod
+    def annotate(span: Any, attributes: Mapping[str, Any] | None = None, *, error: str | None = None) -> None:
+        """Attributes (None values left out) and, for a failure that was handled rather than raised, an error."""
         if attributes:
             span.set_attributes({k: v for k, v in attributes.items() if v is not None})
         if error is not None:
             span.set_status(span_error(error))
-        span.end()
 
     def traceparent(self, span: Any) -> bytes:
         """The W3C `traceparent` header value that makes the receiver's spans children of `span`."""

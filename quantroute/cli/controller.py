@@ -56,8 +56,9 @@ def controller(**opts) -> None:
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     from quantroute.db.schema import SchemaMismatchError
+    from quantroute.tracing import TracingUnavailable
 
     try:
         run_forever(settings)
-    except SchemaMismatchError as e:
+    except (SchemaMismatchError, TracingUnavailable) as e:
         raise click.ClickException(str(e)) from None

@@ -152,11 +152,13 @@ def run_cmd(suite_path: str, baseline: str, candidate: str, concurrency: int, th
     from quantroute.evals.runner import EvalSetupError, RunSettings
     from quantroute.evals.runs import start_run
     from quantroute.evals.targets import registered_nodes, resolve_targets
+    from quantroute.tracing import Tracing, TracingUnavailable
 
     console = _console()
     try:
         suite = load_suite(suite_path)
-    except SuiteError as e:
+        tracing = Tracing.from_env("quantroute-eval")  # the run as one trace, when OTEL_* variables ask for it
+    except (SuiteError, TracingUnavailable) as e:
         raise click.ClickException(str(e)) from None
     gate = _gate(threshold, category_threshold, validity_threshold, min_items)
     engine = _engine(db_url)
@@ -174,9 +176,12 @@ def run_cmd(suite_path: str, baseline: str, candidate: str, concurrency: int, th
             view = start_run(suite=suite, baseline=targets.baseline, candidate=targets.candidate, engine=engine,
                              settings=settings, gate=gate, policy=policy, runs_dir=Path(runs_dir), seed=seed,
                              progress=lambda done, total: bar.update(task, completed=done),
-                             source=targets.source, started_by=targets.started_by)
+                             source=targets.source, started_by=targets.started_by, tracing=tracing)
         except EvalSetupError as e:
             raise click.ClickException(str(e)) from None
+        finally:
+            if tracing is not None:
+                tracing.shutdown()
     print_view(view, console)
     console.print(f"[dim]results: {view.run['results_path']}[/dim]")
     sys.exit(0 if view.verdict.passed else 1)

@@ -8,6 +8,7 @@ are decided in one place), then deliver webhooks; as leader or standby, record t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -31,15 +32,18 @@ from quantroute.db import rollout as rdb
 from quantroute.db.engine import session as db_session
 from quantroute.policy.store import PolicyStore
 from quantroute.rollout.service import CONTROLLER, RolloutService
+from quantroute.tracing import Tracing
 
 log = logging.getLogger("quantroute.controller")
 
 
 class Controller:
-    def __init__(self, settings: ControllerSettings, *, engine: Engine | None = None) -> None:
+    def __init__(self, settings: ControllerSettings, *, engine: Engine | None = None,
+                 tracing: Tracing | None = None) -> None:
         from quantroute.db.engine import make_engine, require_schema
 
         self.settings = settings
+        self.tracing = tracing  # a span per pass and per model reconciled, when OTEL_* variables turn it on
         # `quantroute db upgrade` migrates; a controller refuses a schema that is not its own (SchemaMismatchError)
         self.engine = engine or require_schema(make_engine(settings.db_url))
         self.name = settings.name or f"{socket.gethostname()}:{os.getpid()}"
@@ -74,6 +78,17 @@ class Controller:
 
     def run_pass(self) -> list[str]:
         """Reconcile once if leading. Returns the actions taken ('model: what'), for logs and tests."""
+        if self.tracing is None:
+            return self._pass()
+        with self.tracing.span("quantroute.controller.pass", {"quantroute.controller": self.name}) as span:
+            actions = self._pass()
+            Tracing.annotate(span, {"quantroute.role": self.role, "quantroute.actions": actions})
+            return actions
+
+    def _span(self, name: str, attributes: dict):
+        return self.tracing.span(name, attributes) if self.tracing is not None else contextlib.nullcontext()
+
+    def _pass(self) -> list[str]:
         try:
             leading = self.lock.acquire()
         except Exception as e:  # noqa: BLE001 - the DB is unreachable: nobody acts through us this pass
@@ -109,14 +124,21 @@ class Controller:
     def _reconcile_all(self) -> tuple[list[str], str | None]:
         actions, error = [], None
         for model in self._models():
-            try:
-                for what in self.service.reconcile(model, by=CONTROLLER):
-                    actions.append(f"{model}: {what}")
-                    log.info("%s: %s", model, what)
-            except Exception as e:
-                error = f"{model}: {type(e).__name__}: {e}"
-                self.metrics.errors.inc()
-                log.exception("reconciling %s", model)
+            with self._span("quantroute.controller.reconcile", {"gen_ai.request.model": model}) as span:
+                try:
+                    done = [str(what) for what in self.service.reconcile(model, by=CONTROLLER)]
+                except Exception as e:
+                    error = f"{model}: {type(e).__name__}: {e}"
+                    self.metrics.errors.inc()
+                    log.exception("reconciling %s", model)
+                    if span is not None:
+                        Tracing.annotate(span, error=error)
+                    continue
+                if span is not None:
+                    Tracing.annotate(span, {"quantroute.actions": done})
+            for what in done:
+                actions.append(f"{model}: {what}")
+                log.info("%s: %s", model, what)
         return actions, error
 
     def _deliver(self) -> None:
@@ -156,14 +178,19 @@ class Controller:
 
 def run_forever(settings: ControllerSettings) -> None:
     """The CLI's entry: SIGTERM and SIGINT end the loop after the current pass."""
-    ctl = Controller(settings)
+    tracing = Tracing.from_env("quantroute-controller")
+    ctl = Controller(settings, tracing=tracing)
     if settings.metrics_port is not None:
         server = ctl.metrics.serve(settings.metrics_port, settings.metrics_host)
         log.info("metrics on http://%s:%d/metrics", settings.metrics_host, server.server_port)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    ctl.run(stop)
+    try:
+        ctl.run(stop)
+    finally:
+        if tracing is not None:
+            tracing.shutdown()
 
 
 def leader_status(engine: Engine, now: datetime | None = None) -> Line:

@@ -6,6 +6,7 @@ the simulated fleet or vLLM directly; the deployment id is sent as `model`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import time
@@ -18,6 +19,7 @@ from pydantic import BaseModel, Field
 from quantroute.evals.graders import Grade, grade
 from quantroute.evals.suite import EvalItem, Suite
 from quantroute.tiers import Tier, parse_tier
+from quantroute.tracing import Tracing
 
 Progress = Callable[[int, int], None]  # (answers done, answers total)
 ARMS = ("baseline", "candidate")
@@ -137,14 +139,16 @@ def _content(message: dict[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
-async def ask(client: httpx.AsyncClient, arm: Arm, item: EvalItem, settings: RunSettings) -> Answer:
+async def ask(client: httpx.AsyncClient, arm: Arm, item: EvalItem, settings: RunSettings,
+              headers: dict[str, str] | None = None) -> Answer:
     """One chat completion; retried (bounded, with jittered backoff) on transport errors, 429 and 5xx."""
     body = {"model": arm.deployment, "messages": item.chat_messages(), **item.decode_params()}
     last_error = ""
     for attempt in range(1, settings.retries + 2):
         start = time.perf_counter()
         try:
-            r = await client.post(f"{arm.url}/chat/completions", json=body, timeout=settings.timeout_s)
+            r = await client.post(f"{arm.url}/chat/completions", json=body, timeout=settings.timeout_s,
+                                  headers=headers)
         except httpx.HTTPError as e:
             last_error = f"{type(e).__name__}: {e}"
         else:
@@ -167,8 +171,10 @@ async def ask(client: httpx.AsyncClient, arm: Arm, item: EvalItem, settings: Run
 
 async def collect(suite: Suite, arms: tuple[Arm, Arm], settings: RunSettings, *,
                   transport: httpx.AsyncBaseTransport | None = None, progress: Progress | None = None,
-                  client: httpx.AsyncClient | None = None) -> list[ItemResult]:
-    """Ask every item of both arms and grade the answers. Results come back in suite order, baseline first."""
+                  client: httpx.AsyncClient | None = None, tracing: Tracing | None = None) -> list[ItemResult]:
+    """Ask every item of both arms and grade the answers. Results come back in suite order, baseline first.
+    With `tracing`, each answer is a span (a child of the current one) whose `traceparent` goes with its
+    request, so the router's and the node's spans join the eval's trace."""
     total, done = 2 * len(suite.items), 0
     limits = {arm.name: asyncio.Semaphore(settings.concurrency) for arm in arms}
     graders = asyncio.Semaphore(settings.grade_workers)
@@ -176,7 +182,14 @@ async def collect(suite: Suite, arms: tuple[Arm, Arm], settings: RunSettings, *,
     async def one(http: httpx.AsyncClient, arm: Arm, item: EvalItem) -> ItemResult:
         nonlocal done
         async with limits[arm.name]:
-            ans = await ask(http, arm, item, settings)
+            with (tracing.span("quantroute.eval.ask", {"quantroute.arm": arm.name, "quantroute.item": item.id,
+                                                       "quantroute.deployment": arm.deployment}, kind="client")
+                  if tracing is not None else contextlib.nullcontext()) as span:
+                ans = await ask(http, arm, item, settings,
+                                {"traceparent": tp} if tracing and (tp := tracing.current_traceparent()) else None)
+                if span is not None:
+                    Tracing.annotate(span, {"quantroute.attempts": ans.attempts, "quantroute.latency_ms":
+                                            ans.latency_ms}, error=ans.error or None)
         if ans.error:
             g = Grade(passed=False, valid=False, needs_retry=True, detail=f"no answer: {ans.error[:200]}")
         else:

@@ -24,6 +24,7 @@ from quantroute.evals.runner import ItemResult, Progress, RunSettings, collect, 
 from quantroute.evals.stats import Pair, Report, build_report
 from quantroute.evals.suite import CATEGORIES, VALIDITY_GRADERS, Suite
 from quantroute.tiers import Tier
+from quantroute.tracing import Tracing
 
 DEFAULT_RUNS_DIR = Path("data/evals/runs")
 
@@ -117,9 +118,29 @@ async def execute_run(*, suite: Suite, baseline: str, candidate: str, engine: En
                       settings: RunSettings | None = None, gate: GateConfig | None = None, policy: Any | None = None,
                       runs_dir: Path = DEFAULT_RUNS_DIR, seed: int = 0, progress: Progress | None = None,
                       transport: httpx.AsyncBaseTransport | None = None, source: str = "url",
-                      started_by: str = "") -> RunView:
+                      started_by: str = "", tracing: Tracing | None = None) -> RunView:
     """Run the suite against both endpoint specs (`URL[#deployment]`) and store everything. `source`: where the
-    specs came from (`evals.targets`: "registered" only when the system resolved them; see resolve_targets)."""
+    specs came from (`evals.targets`: "registered" only when the system resolved them; see resolve_targets).
+    With `tracing`, the run is one trace: a span over it, one per answer (`collect`)."""
+    if tracing is None:
+        return await _execute_run(suite=suite, baseline=baseline, candidate=candidate, engine=engine,
+                                  settings=settings, gate=gate, policy=policy, runs_dir=runs_dir, seed=seed,
+                                  progress=progress, transport=transport, source=source, started_by=started_by)
+    with tracing.span("quantroute.eval.run", {"quantroute.suite": suite.name, "quantroute.baseline": baseline,
+                                              "quantroute.candidate": candidate, "quantroute.items": len(suite.items)}
+                      ) as span:
+        view = await _execute_run(suite=suite, baseline=baseline, candidate=candidate, engine=engine,
+                                  settings=settings, gate=gate, policy=policy, runs_dir=runs_dir, seed=seed,
+                                  progress=progress, transport=transport, source=source, started_by=started_by,
+                                  tracing=tracing)
+        Tracing.annotate(span, {"quantroute.run_id": view.run["id"], "quantroute.gate_passed": view.verdict.passed})
+        return view
+
+
+async def _execute_run(*, suite: Suite, baseline: str, candidate: str, engine: Engine, settings: RunSettings | None,
+                       gate: GateConfig | None, policy: Any | None, runs_dir: Path, seed: int,
+                       progress: Progress | None, transport: httpx.AsyncBaseTransport | None, source: str,
+                       started_by: str, tracing: Tracing | None = None) -> RunView:
     settings, gate = settings or RunSettings(), gate or GateConfig()
     endpoints = (parse_endpoint(baseline), parse_endpoint(candidate))
     async with httpx.AsyncClient(transport=transport, timeout=settings.timeout_s) as client:
@@ -135,7 +156,7 @@ async def execute_run(*, suite: Suite, baseline: str, candidate: str, engine: En
                 code_version=code_version(), source=source, started_by=started_by))
         assert run.id is not None
         try:
-            results = await collect(suite, arms, settings, progress=progress, client=client)
+            results = await collect(suite, arms, settings, progress=progress, client=client, tracing=tracing)
             rows = _rows(run.id, suite, results)
             report = build_report(pairs_from_rows(rows), category_order=list(CATEGORIES), seed=seed)
             verdict = _verdict(engine, report, gate, suite_hash=suite.hash, baseline=arms[0].deployment,
