@@ -9,7 +9,7 @@ service passes the verdict of the newest finished run of the candidate vs the ba
 recorded since the rollout started (`quantroute eval run`, or the dashboard's Evals page, while it is live).
 When that run failed it is a breach on its own, whatever the traffic sample; a newer passing run clears it.
 
-The live agreement guard (`guards.min_live_agreement`, optional) judges shadow pairs (issue 18): of each arm's
+The live agreement guard (`guards.min_live_agreement`, optional) judges shadow pairs: of each arm's
 requests shadowed to the reference (top) tier, the share whose answers agreed. The candidate's share may fall
 below the baseline's by at most `max_drop`; with fewer than `min_pairs` pairs in either arm it is inconclusive."""
 

@@ -75,7 +75,7 @@ class RolloutService:
         self.target_concurrency = target_concurrency
         self.actor_detail = actor_detail or {}  # added to every event this service writes (the controller's name)
         # Called after a traffic transition's status row committed and before its version is activated: the
-        # point where a crash used to leave a rollout claiming traffic that never moved (fault injection).
+        # point where a crash could leave a rollout claiming traffic that never moved (fault injection).
         self.after_status_write = after_status_write
         self.journal = RolloutJournal(store, router=router, clock=clock, actor_detail=self.actor_detail,
                                       after_status_write=after_status_write)
