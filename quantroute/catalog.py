@@ -65,7 +65,7 @@ REFERENCE_HARDWARE = "a100-80g"
 def speed_for(hardware: str, tier: str, data_dir: Path = DATA_DIR) -> float | None:
     """Relative decode speed of a node: memory bandwidth vs the reference hardware class times the format's
     measured speed-up on this hardware. None when the hardware class is unknown; a missing or broken table is a
-    packaging fault and raises CatalogError (it used to give every node 1.0 in a wheel install, silently)."""
+    packaging fault and raises CatalogError rather than silently giving every node 1.0."""
     table = load_hardware(data_dir)
     spec, ref = table.get(hardware), table.get(REFERENCE_HARDWARE)
     if spec is None or ref is None:

@@ -1,4 +1,4 @@
-"""`quantroute shadow report`: live agreement between tiers from the stored shadow pairs (issue 18), with the
+"""`quantroute shadow report`: live agreement between tiers from the stored shadow pairs, with the
 rules the evidence says to raise or lower. Thin: the figures come from `shadow.analysis`."""
 
 from __future__ import annotations

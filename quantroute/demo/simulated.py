@@ -42,15 +42,14 @@ REPO = Path(__file__).resolve().parents[2]
 _DASHBOARD_SPEC = importlib.util.find_spec("dashboard.app")
 DASHBOARD_APP = Path(_DASHBOARD_SPEC.origin) if _DASHBOARD_SPEC and _DASHBOARD_SPEC.origin else Path("dashboard/app.py")
 # The demo canary's guards, sized to the demo's traffic (~12 int4 requests/s, ~1 new int4 session/s of a few
-# turns each): at 1 % of new sessions a three-minute window holds about ten candidate requests (measured: 12 in
-# 3.5 min), so 5 are enough to judge and the canary walks 1 -> 5 -> 10 % in a few minutes when healthy. The
-# nearest-rank p95 of a handful of requests is their slowest one (one slow first turn read 4x the baseline's p95 in
-# a healthy demo run), so the latency ratios allow 5x: the simulator's latency fault (+3 s) is 20-50x. Two
-# breaching passes in a row before the rollback.
+# turns each): at 1 % of new sessions a three-minute window holds about ten candidate requests, so 5 are enough to
+# judge and the canary walks 1 -> 5 -> 10 % in a few minutes when healthy. The nearest-rank p95 of a handful of
+# requests is their slowest one, so the latency ratios allow 5x: the simulator's latency fault (+3 s) is 20-50x.
+# Two breaching evaluations in a row before the rollback.
 DEMO_GUARDS = {"window_s": 180, "min_requests": 5, "max_error_rate": 0.05, "max_p95_latency_ratio": 5.0,
                "max_ttft_ratio": 5.0, "failure_limit": 2}
 DEMO_DWELL_S = 45
-# Live agreement (issue 18): a fifth of the greedy requests (~16 % of the demo's traffic) is also answered by a second
+# Live agreement: a fifth of the greedy requests (~16 % of the demo's traffic) is also answered by a second
 # tier after the client got its answer: cheaper tiers against fp16, fp16 against int4. A few shadows per second at
 # most, two at a time per router.
 DEMO_SHADOW = {"rate": 0.2, "max_concurrent": 2}

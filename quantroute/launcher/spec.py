@@ -54,9 +54,8 @@ def worker_cores(nodes: list[RealNode], cores: list[int]) -> list[str]:
 
     vLLM's CPU worker pins itself (libgomp's affinity, set as torch loads) to the cores it is given, from its
     imports on. One core a worker leaves the API servers the rest, so /health answers while a model runs; the
-    same core for every node, as before, put all of a fleet's workers on core 0: four workers starting on 2 cores
-    took 101-109 s to be ready where one alone takes 29 s, the other core mostly idle, and every tier's
-    generation then shared that one core."""
+    cores are taken in turn because one core for every node would put all of a fleet's workers, their start-up
+    and every tier's generation, on that core while the others idle."""
     if not cores:
         raise ValueError("cores: no CPU to bind a worker to")
     out, turn = [], 0

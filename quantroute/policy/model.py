@@ -102,7 +102,7 @@ class Guards(Strict):
     # Consecutive breaching evaluations before the automatic rollback (Argo's failureLimit, Flagger's
     # threshold). Below it a breach holds the step; a passing or inconclusive evaluation resets the count.
     failure_limit: int = Field(default=1, ge=1)
-    # Live shadow agreement with the reference tier (issue 18); absent = not guarded (and not in the stored
+    # Live shadow agreement with the reference tier; absent = not guarded (and not in the stored
     # content, so versions written before it keep their hashes)
     min_live_agreement: LiveAgreementGuard | None = None
 
@@ -158,7 +158,7 @@ def _default_pairs() -> list[ShadowPairSpec]:
 
 
 class Shadow(Strict):
-    """Shadow comparison on live traffic (issue 18): a share of eligible requests is also sent, after the
+    """Shadow comparison on live traffic: a share of eligible requests is also sent, after the
     client's answer, to a second deployment; the two answers are compared and stored. It never delays or changes
     the client's response, and shadow requests are counted apart from user traffic everywhere."""
 
