@@ -156,18 +156,44 @@ async def _generate(request: Request, state: NodeState, *, chat: bool, span: Any
     if params.stream:
         return StreamingResponse(stream(state, seq, shape, params.include_usage, span),
                                  media_type="text/event-stream")
-    tok = None
+    finished = False
     try:
-        while (tok := await seq.tokens.get()).finish_reason is None:
-            pass
+        finished = await until_done_or_gone(seq, request)
     finally:
-        if tok is None or tok.finish_reason is None:  # the client went away mid-generation
+        if not finished:  # the client went away mid-generation (or the server is stopping)
             state.engine.abort(seq)
         state.check_die()
+    if not finished:
+        return Response(status_code=499)  # nobody reads it (nginx's "client closed request")
     usage = Completion.usage(prompt_tokens, len(out.tokens))
     if span is not None:
         span.set_attributes({"gen_ai.usage.input_tokens": prompt_tokens, "gen_ai.usage.output_tokens": len(out.tokens)})
     return JSONResponse(shape.full(out.text, out.finish_reason, usage))
+
+
+async def until_done_or_gone(seq: Sequence, request: Request) -> bool:
+    """Wait for the sequence's last token (True) or for the client to disconnect (False), whichever comes first.
+
+    A non-streamed answer is written only once it is complete, so nothing else would notice a client that left:
+    the sequence would keep its batch slot and KV blocks to the end, where vLLM's server aborts the request as
+    soon as its connection closes. (A stream notices through Starlette, which cancels it: see `stream`.)"""
+
+    async def last_token() -> None:
+        while (await seq.tokens.get()).finish_reason is None:
+            pass
+
+    async def disconnect() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    done, gone = asyncio.ensure_future(last_token()), asyncio.ensure_future(disconnect())
+    try:
+        await asyncio.wait((done, gone), return_when=asyncio.FIRST_COMPLETED)
+        return done.done() and not done.cancelled() and done.exception() is None
+    finally:
+        for t in (done, gone):
+            t.cancel()
+        await asyncio.gather(done, gone, return_exceptions=True)
 
 
 async def stream(state: NodeState, seq: Sequence, shape: Completion, include_usage: bool, span: Any = None):
