@@ -254,7 +254,7 @@ def request_count(engine: Engine) -> int:
 
 
 def shadow_pairs(engine: Engine, *, window_s: float = 86400, now: datetime | None = None) -> list[dict[str, Any]]:
-    """Shadow pairs (issue 18) of the window, without bodies, for the pure analysis."""
+    """Shadow pairs of the window, without bodies, for the pure analysis."""
     from quantroute.db.shadow_pair import pairs_since
 
     return pairs_since(engine, since=_since(window_s, now))

@@ -1,4 +1,4 @@
-"""Evals → Live agreement (issue 18): how often a deployment's greedy answer equals another tier's on live traffic,
+"""Evals → Live agreement: how often a deployment's greedy answer equals another tier's on live traffic,
 from the router's shadow pairs. Rates per deployment pair and per rule with 95 % CIs, the trend, the rules to raise
 or lower with their evidence (one click opens the change as a policy draft with its what-if replay), and
 disagreeing pairs side by side when the router's prompt storage kept their bodies."""
