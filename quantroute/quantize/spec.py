@@ -129,7 +129,7 @@ def default_deployment_id(source_deployment: str, method: str, scheme: str, grou
 
 
 def check_deployment_id(deployment: str, source_deployment: str) -> None:
-    """A quantized artifact is never served under the source's id (DESIGN: vocabulary, deployment)."""
+    """A quantized artifact is never served under the source's id (ARCHITECTURE.md: vocabulary, deployment)."""
     if not _ID_PATTERN.fullmatch(deployment):
         raise ValueError(f"--deployment: {deployment!r} is not a valid id; use letters, digits, '.', '_' and '-', "
                          "starting with a letter or digit")
