@@ -22,11 +22,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The house rules as checks (configured in pyproject.toml): ruff's lint rules (never `ruff format`), the import
-# layers of ARCHITECTURE.md and mypy (strict on the pure core).
+# layers of ARCHITECTURE.md, mypy (strict on the pure core) and the docs site (reference pages generated from the
+# code; a broken link or page fails it; it writes site/, which git ignores).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 demo: $(STAMP)
 	$(BIN)/python -m quantroute.demo $(DEMO_ARGS)

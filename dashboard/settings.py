@@ -1,5 +1,5 @@
 """Dashboard settings: one pydantic-settings class, from `QUANTROUTE_DASHBOARD_*` environment variables
-(`make demo` sets them; see the README's dashboard section)."""
+(`make demo` sets them; every one is listed in docs/reference/settings.md)."""
 
 from __future__ import annotations
 

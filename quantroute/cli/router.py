@@ -1,7 +1,7 @@
 """`quantroute router`: serve the router with uvicorn (httptools + uvloop), in one process or several.
 
 Every field of RouterSettings is a flag here and a `QUANTROUTE_ROUTER_*` variable there, generated from the one
-class, so the two cannot drift; `settings_table()` renders both for the README."""
+class, so the two cannot drift (the docs' settings reference is generated from the same class)."""
 
 from __future__ import annotations
 
@@ -51,16 +51,6 @@ def settings_options(fn):
     for name, info in reversed(list(RouterSettings.model_fields.items())):
         fn = _option(name, info)(fn)
     return fn
-
-
-def settings_table() -> str:
-    """The README's table of router settings: flag, environment variable, default, meaning."""
-    rows = ["| flag | environment variable | default | what it sets |", "| --- | --- | --- | --- |"]
-    for name, info in RouterSettings.model_fields.items():
-        flags = " ".join(f"`{f}`" for f in [flag(name)] + ([ALIASES[name]] if name in ALIASES else []))
-        rows.append(f"| {flags} | `{ENV_PREFIX}{name.upper()}` | `{_default_text(info)}` | "
-                    f"{(info.description or '').replace('|', '/')} |")
-    return "\n".join(rows)
 
 
 def settings_from(opts: dict) -> RouterSettings:

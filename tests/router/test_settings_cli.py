@@ -1,4 +1,5 @@
-"""Every router setting is a flag and an environment variable, documented in one generated README table."""
+"""Every router setting is a flag and an environment variable (the docs' settings reference is generated from them:
+tests/docs/test_reference.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,10 @@ import sys
 import click
 import pytest
 
-from quantroute.cli.router import ENV_PREFIX, flag, router, settings_from, settings_table
-from quantroute.cli.settings_doc import with_table
+from quantroute.cli.router import ENV_PREFIX, flag, router, settings_from
 from quantroute.logs import configure_logging
 from quantroute.router.settings import RouterSettings
-from tests.conftest import REPO, free_port
+from tests.conftest import free_port
 
 
 def parse(args: list[str]) -> dict:
@@ -40,12 +40,6 @@ def test_a_bad_value_names_the_flag_and_the_variable():
     with pytest.raises(click.UsageError, match=r"--probe-interval-s / \$QUANTROUTE_ROUTER_PROBE_INTERVAL_S: "
                                                r"Input should be greater than 0"):
         settings_from(parse(["--probe-interval-s", "0"]))
-
-
-def test_the_readme_table_is_current():
-    readme = (REPO / "README.md").read_text()
-    assert settings_table() in readme
-    assert with_table(readme) == readme, "run: python -m quantroute.cli.settings_doc"
 
 
 def test_json_logs_are_one_object_per_line(capsys):
