@@ -279,8 +279,9 @@ def policy_to_data(policy: Policy) -> dict[str, Any]:
     if data.get("shadow") is None:
         data.pop("shadow", None)
     for c in data.get("canaries", []):
-        if c.get("guards", {}).get("min_live_agreement", 0) is None:
-            del c["guards"]["min_live_agreement"]
+        for key in ("min_live_agreement", "judge"):
+            if c.get("guards", {}).get(key, 0) is None:
+                del c["guards"][key]
     return data
 
 

@@ -9,7 +9,7 @@ import math
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from quantroute.policy.condition import Condition, Strict
 from quantroute.tiers import TIER_ORDER, Tier
@@ -92,6 +92,79 @@ class LiveAgreementGuard(Strict):
     min_pairs: int = Field(default=30, ge=1, description="shadow pairs each arm needs in the window")
 
 
+JudgeMetricName = Literal["tpot", "ttft", "error_rate"]
+# relative effects (0.10 = +10 %) for the continuous metrics, absolute points (0.005 = +0.5 points) for proportions
+CONTINUOUS_METRICS: tuple[str, ...] = ("tpot", "ttft")
+
+
+class JudgeMetric(Strict):
+    """One metric the statistical judge compares between the arms. `allowed`: the largest regression tolerated,
+    relative for tpot and ttft (0.10 = the candidate may be 10 % slower), in absolute points for error_rate
+    (0.005 = 0.5 points more errors). `critical`: a failure rolls back; a non-critical one holds (marginal)."""
+
+    metric: JudgeMetricName
+    allowed: float
+    critical: bool = True
+    weight: float = 1.0
+
+    @field_validator("allowed")
+    @classmethod
+    def _allowed(cls, v: float) -> float:
+        if not (math.isfinite(v) and 0 < v <= 10):
+            raise ValueError(f"allowed = {v}: an allowed effect must be > 0 (and at most 10, i.e. +1000 %); "
+                             "e.g. 0.10 for +10 % TPOT or 0.005 for +0.5 points of errors")
+        return v
+
+    @field_validator("weight")
+    @classmethod
+    def _weight(cls, v: float) -> float:
+        if not (math.isfinite(v) and v > 0):
+            raise ValueError(f"weight = {v}: a metric's weight in the score must be > 0")
+        return v
+
+    @model_validator(mode="after")
+    def _points(self) -> JudgeMetric:
+        if self.metric not in CONTINUOUS_METRICS and self.allowed >= 1:
+            raise ValueError(f"allowed = {self.allowed}: {self.metric} is a proportion, its allowed effect is in "
+                             "absolute points in (0, 1), e.g. 0.005 for +0.5 points")
+        return self
+
+
+def _default_judge_metrics() -> list[JudgeMetric]:
+    return [JudgeMetric(metric="tpot", allowed=0.10), JudgeMetric(metric="ttft", allowed=0.20),
+            JudgeMetric(metric="error_rate", allowed=0.01)]
+
+
+class Judge(Strict):
+    """The statistical form of the canary guards (rollout/judge.py): per metric a rank test (tpot, ttft) or a
+    two-proportion comparison (error_rate) of the candidate arm against the baseline arm since the step began,
+    with always-valid intervals, so looking on every controller pass does not raise the false-rollback rate.
+    `confidence`: 1 - the false-rollback rate allowed over the whole rollout (split over its steps and critical
+    metrics); `power`: the chance a healthy step's sample suffices, used to say how many requests a step needs."""
+
+    metrics: list[JudgeMetric] = Field(default_factory=_default_judge_metrics, min_length=1)
+    confidence: float = 0.95
+    power: float = 0.8
+
+    @field_validator("confidence", "power")
+    @classmethod
+    def _open_unit(cls, v: float, info: ValidationInfo) -> float:
+        if not (math.isfinite(v) and 0.5 < v < 1):
+            raise ValueError(f"{info.field_name} = {v}: must be in (0.5, 1), e.g. 0.95")
+        return v
+
+    @field_validator("metrics")
+    @classmethod
+    def _unique(cls, ms: list[JudgeMetric]) -> list[JudgeMetric]:
+        names = [m.metric for m in ms]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"metric {dup[0]!r} is listed twice; each metric once")
+        if not any(m.critical for m in ms):
+            raise ValueError("no metric is critical: at least one must be, or nothing can roll the canary back")
+        return ms
+
+
 class Guards(Strict):
     max_error_rate: float = Field(default=0.02, ge=0, le=1)
     max_p95_latency_ratio: float = Field(default=1.5, gt=0)
@@ -105,6 +178,10 @@ class Guards(Strict):
     # Live shadow agreement with the reference tier; absent = not guarded (and not in the stored
     # content, so versions written before it keep their hashes)
     min_live_agreement: LiveAgreementGuard | None = None
+    # The statistical form (Judge): when set it replaces the ratio checks above (max_error_rate,
+    # max_p95_latency_ratio, max_ttft_ratio, min_requests); window_s then only bounds the charts. Absent = the
+    # ratio form (and not in the stored content, so earlier versions keep their hashes).
+    judge: Judge | None = None
 
 
 DEFAULT_STEPS: tuple[float, ...] = (1, 5, 10, 25, 50, 100)  # percent of the model's traffic per canary step

@@ -18,7 +18,8 @@ from quantroute.db.node import list_nodes
 from quantroute.db.request_log import RequestLog
 from quantroute.policy.model import CanarySpec, Policy
 from quantroute.rollout.checklist import Fact
-from quantroute.rollout.guards import AgreementStats, ArmStats, arm_stats
+from quantroute.rollout.guards import AgreementStats, ArmStats, arm_sample, arm_stats
+from quantroute.rollout.judge import ArmSample
 
 COVERAGE = {"math": ("math",), "code": ("code",), "tool calling/JSON": ("json", "structured"),
             "multilingual": ("multilingual",), "long context": ("long_context",)}
@@ -82,13 +83,25 @@ def arm_window(engine: Engine, *, model: str, deployment: str, arm: str, start: 
     arm's deployment served. Requests that named the deployment themselves (arm "direct": eval runs, a client
     addressing the candidate by id) and sessions pinned before the canary (no arm) are not counted, so
     nobody can steer a guard by choosing where their own requests go."""
+    return arm_stats([r[:3] for r in _arm_rows(engine, model=model, deployment=deployment, arm=arm, start=start,
+                                               end=end)])
+
+
+def arm_figures(engine: Engine, *, model: str, deployment: str, arm: str, start: datetime,
+                end: datetime) -> tuple[ArmStats, ArmSample]:
+    """Like `arm_window`, with the judge's per-request sample of the same rows."""
+    rows = _arm_rows(engine, model=model, deployment=deployment, arm=arm, start=start, end=end)
+    return arm_stats([r[:3] for r in rows]), arm_sample(rows)
+
+
+def _arm_rows(engine: Engine, *, model: str, deployment: str, arm: str, start: datetime,
+              end: datetime) -> list[tuple[int, float, float | None, int | None]]:
     with db_session(engine) as s:
         # (a stream that broke after its 200 headers is logged as a 502 by the router)
-        q = select(RequestLog.status, RequestLog.latency_ms, RequestLog.ttft_ms).where(
+        q = select(RequestLog.status, RequestLog.latency_ms, RequestLog.ttft_ms, RequestLog.completion_tokens).where(
             RequestLog.model == model, RequestLog.deployment == deployment, RequestLog.arm == arm,
             RequestLog.ts >= start, RequestLog.ts <= end)
-        rows = list(s.exec(q))
-    return arm_stats(rows)
+        return [tuple(r) for r in s.exec(q)]  # type: ignore[misc]
 
 
 def agreement_window(engine: Engine, *, model: str, deployment: str, arm: str, reference_tier: str, start: datetime,
@@ -170,9 +183,17 @@ def metadata_fact(policy: Policy, deployment: str, missing: tuple[str, ...]) -> 
 def guards_fact(spec: CanarySpec) -> Fact:
     g = spec.guards
     gradual = len(spec.steps) >= 2 and spec.steps[0] <= 25
-    detail = (f"errors <= {g.max_error_rate:.1%}, p95 <= {g.max_p95_latency_ratio:g}x, TTFT <= "
-              f"{g.max_ttft_ratio:g}x over {g.window_s}s (min {g.min_requests} requests); steps "
-              f"{', '.join(f'{s:g}%' for s in spec.steps)}")
+    if g.judge is not None:
+        j = g.judge
+        limits = ", ".join(f"{m.metric} {'+' if m.metric != 'error_rate' else ''}"
+                           + (f"{100 * m.allowed:g} %" if m.metric != "error_rate" else f"+{100 * m.allowed:g} pts")
+                           + ("" if m.critical else " (non-critical)") for m in j.metrics)
+        detail = (f"statistical judge at {100 * j.confidence:g} % confidence, power {100 * j.power:g} %: {limits}; "
+                  f"steps {', '.join(f'{s:g}%' for s in spec.steps)}")
+    else:
+        detail = (f"errors <= {g.max_error_rate:.1%}, p95 <= {g.max_p95_latency_ratio:g}x, TTFT <= "
+                  f"{g.max_ttft_ratio:g}x over {g.window_s}s (min {g.min_requests} requests); steps "
+                  f"{', '.join(f'{s:g}%' for s in spec.steps)}")
     if g.min_live_agreement is not None:
         la = g.min_live_agreement
         detail += (f"; live agreement with the top tier at most {100 * la.max_drop:g} points below the baseline's "
