@@ -101,8 +101,8 @@ def arm_setups(base, fleet: Fleet) -> dict[str, dict]:
 
 
 def measure(setup: dict, name: str, traffic, runs: int = 1, **kw) -> list[CapacityResult]:
-    """`runs` staircases one after the other on one fleet and router (started once: on this machine a start
-    costs as much as a staircase)."""
+    """`runs` staircases one after the other on one fleet and router (started once: a start costs about as much
+    as a staircase)."""
     return run_capacity(setup["fleet"], setup["policy"], [(name, name, traffic)] * runs,
                         router_view=setup.get("router_view"), **setup.get("router", {}), **kw)
 

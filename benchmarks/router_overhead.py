@@ -189,8 +189,8 @@ def launch_router(db: Database, workers: int, policies: Path, bports: list[int],
             register(rport, bport, deployment, tier, fmt)
         if workers > 1:
             # Nodes registered through one worker reach the others at their next read of the node table. The
-            # routers keep their default interval: the bench used to set 0.3 s, and reading that often cost a
-            # router 0.27 ms of p99 at c=1 (router_paired.py, 16 pairs, worse in 11) that production does not pay.
+            # routers keep their default interval: reading the table more often costs p99 at c=1 that production
+            # does not pay.
             time.sleep(node_refresh_s(env) + 1.0)
     except BaseException as e:
         stop(proc)
@@ -397,13 +397,13 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
     if peers:
         from support.peers import REFERENCE
 
-        print("reference figures from issue #4 (not measured here): "
+        print("reference figures quoted for the peers (not measured here): "
               + "; ".join(f"{k} {v}" for k, v in REFERENCE.items()))
     print("+p50/+TTFB: added to the direct run of the same round (ms). x none: req/s@32 over the same "
           "configuration's no-session mode. CPU us: the target's CPU time (all its processes and threads) per "
           "request at c=32. DB us: the PostgreSQL server's (all its processes) per request at c=32, when it runs "
           "on this host. pins: session_pin rows the last round's router left.")
-    print("targets (issue #13): new sessions within 1.3x of none; >= 3,500 req/s@32; +p50 <= 0.35 ms; "
+    print("targets: new sessions within 1.3x of none; >= 3,500 req/s@32; +p50 <= 0.35 ms; "
           "p99 <= 2 ms at c=1; no timeouts")
     for kept in sorted({r["kept_log"] for r in results if "kept_log" in r}):
         print(f"kept: the log of a router whose runs had errors or timeouts: {kept}")

@@ -1,13 +1,10 @@
 """Put the PostgreSQL server on cores of its own for the length of a run: the topology of a deployment, whose
 database is another machine, on one host.
 
-On this 2-core host, with everything sharing the cores, a claim written to the server 0.2 ms before its caller
-blocked came back no sooner than one written when it blocked; with the server kept on the other core it came back
-0.1 ms sooner (the twenty-first pass, docs/perf/router-hot-path.md). Why is not settled: the twenty-first pass
-guessed a "sync" wake-up placing the database's backend on the writer's core; the twenty-second found that these
-guests halt an idle vCPU at once, so a wake-up across vCPUs costs ~60 us more (support/hop.py), and that a plain
-ping-pong does land on two vCPUs. Either way a change that sends work to the database earlier can gain nothing
-here although it gains where the database has cores of its own. `--db-cpus` shows both."""
+With everything sharing a small host's cores, a claim written to the server before its caller blocks may come
+back no sooner than one written when it blocks (where the kernel wakes the database's backend, and what a wake-up
+across CPUs costs, see support/hop.py). So a change that sends work to the database earlier can gain nothing on
+such a host although it gains where the database has cores of its own. `--db-cpus` shows both."""
 
 from __future__ import annotations
 

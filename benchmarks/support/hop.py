@@ -1,13 +1,11 @@
 """What one hop between two processes costs on this host: a TCP round trip over loopback, p50.
 
 A router adds hops to every request (client -> router -> backend and back), and a first turn on PostgreSQL one
-more (the claim). At c=1 each hop's wake-up is on the critical path, and on these hosts what a wake-up costs
-depends on where the woken process runs: the guest kernel halts an idle vCPU at once (`haltpoll.
-guest_halt_poll_ns=0` on its command line), so waking a process on the other vCPU waits for that vCPU to come
-back. Measured on one such host (docs/perf/router-hot-path.md, twenty-second pass): 71-97 us a round trip as the
-kernel placed the two processes, 19-20 us with both on one CPU, 16-23 us as placed with the guest's halt polling
-at Linux's default. So a c=1 figure says as much about the host as about the router; `router_overhead.py` prints
-this next to its table so that runs on different hosts can be told apart.
+more (the claim). At c=1 each hop's wake-up is on the critical path, and what a wake-up costs depends on where
+the woken process runs: on a guest whose kernel halts an idle vCPU at once (`haltpoll.guest_halt_poll_ns=0`),
+waking a process on the other vCPU waits for that vCPU to come back, several times a same-CPU round trip. So a
+c=1 figure says as much about the host as about the router; `router_overhead.py` prints this next to its table so
+that runs on different hosts can be told apart.
 
     python benchmarks/support/hop.py            # as placed, on one CPU, across two
 """

@@ -23,7 +23,7 @@ PEERS = REPO / ".peers"
 INSTALL_TIMEOUT_S = 1200
 START_TIMEOUT_S = 120
 
-# Figures quoted in issue #4 (same kind of 2-core machine); printed beside the table for context, never mixed in.
+# Figures quoted for these peers on a 2-core machine; printed beside the table for context, never mixed in.
 REFERENCE = {"production-stack (Python)": "+1.05 ms p50, ~870 req/s@32",
              "LiteLLM": "+12 ms p50, ~93 req/s@32",
              "vllm-router (Rust)": "+0.16 ms p50, ~14,000 req/s@32"}
