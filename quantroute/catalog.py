@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from quantroute.capacity import GpuSpec, ModelShape
+from quantroute.capacity import FORMATS, GpuSpec, ModelShape, decode_step_s
 
 # A wheel is installed unzipped, so the package's data is a real directory that the fleet and sim code can glob.
 DATA_DIR = Path(str(resources.files("quantroute").joinpath("data")))
@@ -71,3 +71,20 @@ def speed_for(hardware: str, tier: str, data_dir: Path = DATA_DIR) -> float | No
     if spec is None or ref is None:
         return None
     return spec.bandwidth_gbs / ref.bandwidth_gbs * spec.decode_speedup.get(tier, 1.0)
+
+
+# Context a sequence holds on average for the knee estimate; what a node really holds shows in the TPOT the router
+# observes on it, which scales this estimate (router.path.spill).
+KNEE_CONTEXT_TOKENS = 1024
+
+
+def decode_steps_for(hardware: str, model: str, fmt: str, max_batch: int, *,
+                     context: int = KNEE_CONTEXT_TOKENS, data_dir: Path = DATA_DIR) -> tuple[float, ...] | None:
+    """The capacity model's decode step (seconds) at every batch 0..max_batch of `model` in `fmt` on `hardware`
+    (index 0 holds batch 1's), for the router's SLO-aware spill; None when the hardware, model or format is not
+    in the tables (the router then watches only the TPOT it observes)."""
+    gpu, shape, wf = load_hardware(data_dir).get(hardware), load_models(data_dir).get(model), FORMATS.get(fmt.lower())
+    if gpu is None or shape is None or wf is None or max_batch < 1:
+        return None
+    return tuple(decode_step_s(shape, wf, gpu, batch=max(b, 1), context_tokens=max(b, 1) * context)
+                 for b in range(max_batch + 1))

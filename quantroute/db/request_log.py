@@ -50,6 +50,9 @@ class RequestLog(SQLModel, table=True):
     # unhealthy, busy: select.sticky_node) when the least-loaded node of the tier did; None when affinity is off
     # or the turn was a first
     affinity: str | None = None
+    # why not the cheapest tier the policy allows (0980_log_route_reason): "spilled up: int4 at its knee",
+    # "escalated: int4 full" (router.path.spill); None when it ran there, or a pin chose the tier
+    reason: str | None = None
     error: str | None = None
     # parsed body + x- headers, for the dashboard's what-if replay (column added by migration 0501, users branch)
     replay: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))

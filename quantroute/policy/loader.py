@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from quantroute import yamlsafe
 from quantroute.policy.condition import CONDITION_KINDS
-from quantroute.policy.model import Policy
+from quantroute.policy.model import Policy, Spill
 from quantroute.tiers import TIER_ORDER
 
 
@@ -278,6 +278,8 @@ def policy_to_data(policy: Policy) -> dict[str, Any]:
     # every version written before them stays what it was.
     if data.get("shadow") is None:
         data.pop("shadow", None)
+    if data.get("spill") == Spill().model_dump(mode="json"):
+        data.pop("spill", None)
     for c in data.get("canaries", []):
         for key in ("min_live_agreement", "judge"):
             if c.get("guards", {}).get(key, 0) is None:

@@ -255,6 +255,22 @@ class Shadow(Strict):
     pairs: list[ShadowPairSpec] = Field(default_factory=_default_pairs, min_length=1)
 
 
+class Spill(Strict):
+    """SLO-aware spill: a request whose cheapest allowed tier is at its knee (its nodes would serve the next
+    request slower than the SLO) goes up to a higher tier's node with headroom; never down. A node's knee comes
+    from the capacity model for its hardware and format (the decode step at its batch), scaled by the TPOT and
+    TTFT the router recently observed on it, and from its queue and KV-cache use. Pinned sessions keep their
+    tier: only a session's first turn (or a request without one) may spill, and its pin is the tier it got."""
+
+    enabled: bool = True
+    tpot_p95_ms: float | None = Field(default=30.0, gt=0, description="the TPOT a node's next request should "
+                                      "stay under (ms); unset: TPOT is not watched")
+    ttft_p95_ms: float | None = Field(default=None, gt=0, description="the TTFT a node's recent requests should "
+                                      "stay under (ms); unset: TTFT is not watched")
+    max_kv_usage: float = Field(default=0.95, gt=0, le=1, description="a node whose KV cache is this full is at "
+                                "its knee (a new sequence would wait for room)")
+
+
 class FleetWarning(Strict):
     top_tier_share: float = Field(default=0.7, gt=0, le=1)
 
@@ -281,6 +297,8 @@ class Policy(Strict):
     fleet_warning: FleetWarning = Field(default_factory=FleetWarning)
     # absent = no shadow traffic (and not in the stored content, so earlier versions keep their hashes)
     shadow: Shadow | None = None
+    # absent = the defaults (spill on, TPOT 30 ms); left out of the stored content while default, for the hashes
+    spill: Spill = Field(default_factory=Spill)
 
     # -- lookups used by the router, rollouts and the dashboard
 

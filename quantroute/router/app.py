@@ -364,6 +364,8 @@ class Router:
             h.append((b"x-quantroute-arm", route.arm.encode()))
         if route.from_pin:  # the rules header names this request's rules; the pin, not they, chose the tier
             h.append((b"x-quantroute-pinned", b"true"))
+        if route.reason is not None:  # not the cheapest allowed tier: spilled up or escalated, and why
+            h.append((b"x-quantroute-reason", route.reason.encode()))
         return h
 
     def _record(self, ts, started: float, request_id: str, data, route: Route | None, out: ForwardResult,
@@ -378,6 +380,11 @@ class Router:
         if out.span is not None:
             trace.finished(out.span, out, route, status)
         self.metrics.finished(tier, deployment, arm or "", status, latency_ms / 1000, out)
+        stream = bool(isinstance(data, dict) and data.get("stream"))
+        if node is not None and stream and status == 200 and out.ttft is not None:
+            # a streamed answer shows the node's TTFT and TPOT (the knee SLO-aware spill watches: path.spill)
+            n = out.completion_tokens or 0
+            node.observe(ttft_s=out.ttft, tpot_s=(latency_ms / 1000 - out.ttft) / (n - 1) if n > 1 else None)
         if route is not None and route.affinity is not None:
             self.metrics.affinity.labels(tier, route.affinity).inc()
         if route is not None and route.direct:
@@ -391,11 +398,11 @@ class Router:
             "arm": arm, "policy_version": route.policy.version if route else None,
             "rules": decision.rule_names if decision else [],
             "score": decision.score if decision else None,
-            "status": status, "stream": bool(isinstance(data, dict) and data.get("stream")),
+            "status": status, "stream": stream,
             "latency_ms": latency_ms, "ttft_ms": out.ttft * 1000 if out.ttft is not None else None,
             "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
             "retries": out.retries, "escalated": bool(route and route.escalated), "error": out.error,
-            "affinity": route.affinity if route else None,
+            "affinity": route.affinity if route else None, "reason": route.reason if route else None,
             # the pin as stored (its claim resolved before the answer left: another replica's, if it won)
             "pin_created_at": route.pin.created_at if route and route.pin else None,
             # what the dashboard's what-if replay needs to classify this request again under a draft policy,

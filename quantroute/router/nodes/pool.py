@@ -16,6 +16,7 @@ from datetime import datetime
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from quantroute.catalog import decode_steps_for
 from quantroute.clock import utcnow
 from quantroute.node import SERVED_FIELDS, NodeIdentity
 from quantroute.tiers import Tier
@@ -25,7 +26,12 @@ log = logging.getLogger(__name__)
 WAITING = "vllm:num_requests_waiting"
 RUNNING = "vllm:num_requests_running"
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # newer name first
-
+# Weight of one answer in a node's latency averages: the last ~20 answers count, so a node's knee follows its load
+# within a second or two at a busy node without one slow answer moving it
+OBSERVE_ALPHA = 0.05
+# Bounds of the observed / modelled TPOT ratio: prefill stalls and longer contexts than modelled push it up; a
+# time-scaled simulator (or a clock) way off does not turn every node into one at its knee
+MIN_SCALE, MAX_SCALE = 0.25, 16.0
 
 
 @dataclass(eq=False)
@@ -57,6 +63,25 @@ class Node:
     last_error: str | None = None
     draining: bool = False  # takes no new request; removed once its in-flight requests finished
     removed: bool = False
+    # SLO-aware spill (router.path.spill): the capacity model's decode step per batch for this node's hardware and
+    # format (None: not in the tables), and what its recent requests showed (moving averages, seconds)
+    decode_steps: tuple[float, ...] | None = None
+    tpot_s: float | None = None  # time per output token of recent streamed answers
+    ttft_s: float | None = None  # time to first token of recent answers
+    tpot_scale: float = 1.0  # observed TPOT over the capacity model's step at the batch it ran in
+
+    def observe(self, *, ttft_s: float | None, tpot_s: float | None) -> None:
+        """One finished answer's latency into the node's moving averages (a few float operations)."""
+        if ttft_s is not None:
+            self.ttft_s = ttft_s if self.ttft_s is None else self.ttft_s + OBSERVE_ALPHA * (ttft_s - self.ttft_s)
+        if tpot_s is None:
+            return
+        self.tpot_s = tpot_s if self.tpot_s is None else self.tpot_s + OBSERVE_ALPHA * (tpot_s - self.tpot_s)
+        steps = self.decode_steps
+        if steps:
+            modelled = steps[min(self.inflight + 1, len(steps) - 1)]
+            ratio = min(max(tpot_s / modelled, MIN_SCALE), MAX_SCALE)
+            self.tpot_scale += OBSERVE_ALPHA * (ratio - self.tpot_scale)
 
     @classmethod
     def from_identity(cls, ident: NodeIdentity, **state) -> Node:
@@ -85,6 +110,8 @@ class Node:
                 "healthy": self.healthy, "draining": self.draining, "consecutive_failures": self.failures,
                 "inflight": self.inflight, "shadow_inflight": self.shadow_inflight,
                 "waiting": self.waiting, "running": self.running, "kv_usage": self.kv_usage,
+                "tpot_recent_ms": None if self.tpot_s is None else self.tpot_s * 1000,
+                "ttft_recent_ms": None if self.ttft_s is None else self.ttft_s * 1000,
                 "last_error": self.last_error}
 
 
@@ -113,10 +140,12 @@ class NodePool:
         started = generation_started or utcnow()
         # unknown hardware (speed None): as fast as the reference class; see catalog.speed_for
         state = dict(speed=speed or 1.0, max_inflight=self.max_inflight, max_waiting=self.max_waiting)
+        same_hw = True
         if node is None:
             node = Node.from_identity(reg, generation=1, generation_started=started, **state)
             self.nodes[key] = node
         else:
+            same_hw = (node.hardware, node.model, node.format) == (reg.hardware, reg.model, reg.format)
             same = node.format == reg.format and node.checksum == reg.checksum and node.deployment == reg.deployment
             if not same:
                 node.generation += 1
@@ -125,6 +154,8 @@ class NodePool:
             for f in ("url", *SERVED_FIELDS, *state):
                 setattr(node, f, getattr(fresh, f))
         node.removed = False
+        if node.decode_steps is None or not same_hw:
+            node.decode_steps = decode_steps_for(node.hardware, node.model, node.format, node.max_inflight)
         self._reindex()
         return node
 

@@ -29,6 +29,7 @@ from quantroute.policy.loader import load_policy
 from quantroute.policy.model import Policy
 from quantroute.policy.store import PolicyStore
 from quantroute.router.path.canary import CANDIDATE
+from quantroute.router.path.spill import Target
 from quantroute.tiers import Tier, cheapest_served_tier, tiers_at_or_above
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,7 @@ class ActivePolicy:
     deployment_tier: dict[str, Tier]
     served: dict[str, frozenset[Tier]]  # logical model -> tiers it is deployed at
     version_bytes: bytes = field(default=b"")
+    spill_target: Target | None = None  # the SLO unpinned requests spill up at (path.spill); None: spill off
     # what requests ask again and again, computed on first use: (model, tier) -> ladder, (model, tier, arm) -> ids
     _ladders: dict[tuple[str, Tier], tuple[Tier, ...]] = field(default_factory=dict, repr=False)
     _deployments: dict[tuple[str, Tier, str | None], tuple[str, ...]] = field(default_factory=dict, repr=False)
@@ -122,7 +124,8 @@ class ActivePolicy:
                 for d in deps:
                     dm[d], dt[d] = model, t.name
         return cls(policy.version, policy, compile_policy(policy), frozenset(policy.models()), dm, dt,
-                   {m: frozenset(s) for m, s in served.items()}, str(policy.version).encode())
+                   {m: frozenset(s) for m, s in served.items()}, str(policy.version).encode(),
+                   Target.of(policy.spill))
 
 
 class PolicyHolder:

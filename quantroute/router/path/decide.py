@@ -20,6 +20,7 @@ from quantroute.router.nodes.pool import Node, NodePool
 from quantroute.router.path.active_policy import ActivePolicy
 from quantroute.router.path.canary import BASELINE, CANDIDATE, choose_arm
 from quantroute.router.path.select import pick_node, sticky_node
+from quantroute.router.path.spill import below_knee, choose
 from quantroute.router.pins.store import Pin, PinStore
 from quantroute.tiers import Tier
 
@@ -40,6 +41,7 @@ class Placement(Enum):
 
     FIRST = "first"  # a node with room at the first tier tried
     ESCALATED = "escalated"  # no room at the decision's tier: a node at a tier above it
+    SPILLED = "spilled"  # the decision's tier at its knee: a node with headroom at a tier above it (path.spill)
     WAITED = "waited"  # no room at once: waited for the fleet's capacity
 
 
@@ -74,6 +76,7 @@ class Route:
     placement: Placement
     pin_state: PinState = PinState.NONE
     pin: Pin | None = None  # the session's pin (possibly still being stored: see Decider.settle)
+    reason: str | None = None  # why not the cheapest allowed tier: "spilled up: int4 at its knee", "escalated: ..."
 
     @property
     def policy(self) -> ActivePolicy:
@@ -97,7 +100,8 @@ class Route:
 
     @property
     def escalated(self) -> bool:
-        return self.placement is Placement.ESCALATED
+        """Served above the cheapest tier its policy allows (no room there, or spilled up from its knee)."""
+        return self.placement is Placement.ESCALATED or self.placement is Placement.SPILLED
 
     @property
     def waited(self) -> bool:
@@ -246,33 +250,47 @@ class Decider:
         if found is None:
             target.tier = tier
             target.deployments = (fixed,) if fixed else ap.deployments(model, tier, arm)
-            node = await self._wait(target, policy.sessions.max_wait_ms / 1000)
+            node = await self._wait(target, policy.sessions.max_wait_ms / 1000,
+                                    pick=lambda: self._climb(target, ladder, model, fixed, arm))
             if node is None:
                 self._count_503(tier, False)
                 raise NoCapacity(f"no capacity at tier {tier.value} or any tier the policy allows above it",
                                  headers={"Retry-After": str(self.retry_after_s)})
-            found = node, Placement.WAITED
-        node, placement = found
-        if placement is Placement.ESCALATED and self.metrics:
+            found = node, Placement.WAITED, None
+        node, placement, reason = found
+        if placement is not Placement.FIRST and target.tier != tier and self.metrics:
             self.metrics.escalations.labels(tier.value, target.tier.value).inc()
-        route = Route(target, node, model, decision, arm, fixed, placement)
+        route = Route(target, node, model, decision, arm, fixed, placement, reason=reason)
         if key is not None:
             self._claim_pin(route, key)
         return route
 
     def _climb(self, target: Target, ladder: tuple[Tier, ...], model: str, fixed: str | None,
-               arm: str | None) -> tuple[Node, Placement] | None:
-        """The first node with room up the ladder (cheapest first; never below the decision's tier)."""
+               arm: str | None) -> tuple[Node, Placement, str | None] | None:
+        """A node up the ladder (cheapest first; never below the decision's tier): the cheapest tier's while it
+        has headroom, else as path.spill.choose says (spilled up from its knee, or escalated when it is full)."""
         ap = target.policy
-        for i, t in enumerate(ladder):
-            target.tier = t
-            target.deployments = (fixed,) if fixed else ap.deployments(model, t, arm)
-            node = self.pick(target, set())
-            if node is not None:
-                return node, Placement.ESCALATED if i > 0 else Placement.FIRST
-            if i == 0 and self.on_miss is not None:
+        tier = ladder[0]
+        deps = (fixed,) if fixed else ap.deployments(model, tier, arm)
+        target.tier, target.deployments = tier, deps
+        node = pick_node(self.candidates(ap, deps, tier))
+        if node is not None and (len(ladder) == 1 or below_knee(node, ap.spill_target)):
+            return node, Placement.FIRST, None  # the common case: the cheapest tier has headroom
+        if len(ladder) == 1:
+            if self.on_miss is not None:
                 self.on_miss()
-        return None
+            return None
+        per_tier = [deps, *((fixed,) if fixed else ap.deployments(model, t, arm) for t in ladder[1:])]
+        node, i, reason, full = choose(ladder, [self.candidates(ap, d, t) for d, t in zip(per_tier, ladder)],
+                                       ap.spill_target)
+        if full and self.on_miss is not None:
+            self.on_miss()  # maybe another replica registered a node of the cheapest tier
+        if node is None:
+            return None
+        target.tier, target.deployments = ladder[i], per_tier[i]
+        if i == 0:
+            return node, Placement.FIRST, None
+        return node, Placement.ESCALATED if full else Placement.SPILLED, reason
 
     def _claim_pin(self, route: Route, key: str) -> None:
         """Pin the session to this route; the pin is stored while the request is forwarded (`settle`)."""
@@ -430,7 +448,9 @@ class Decider:
         if node is not None and target.session_key is not None:
             self.pins.set_served(target.session_key, node.deployment)
 
-    async def _wait(self, target: Target, max_wait: float) -> Node | None:
+    async def _wait(self, target: Target, max_wait: float,
+                    pick: Callable[[], tuple[Node, Placement, str | None] | None] | None = None) -> Node | None:
+        """Wait for a node of `target` (or, unpinned, for whatever `pick` finds up the ladder)."""
         if self.on_miss is not None:
             self.on_miss()
         if max_wait <= 0:
@@ -440,6 +460,11 @@ class Decider:
         deadline = time.monotonic() + max_wait
         while (left := deadline - time.monotonic()) > 0:
             await self.fleet.wait_for_capacity(min(left, 0.25))
+            if pick is not None:
+                found = pick()
+                if found is not None:
+                    return found[0]
+                continue
             node = self.pick(target, set())
             if node is not None:
                 return node

@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 
 COLUMNS = ("ts", "request_id", "session_key", "model", "deployment", "node", "tier", "arm", "policy_version",
            "rules", "score", "status", "stream", "latency_ms", "ttft_ms", "prompt_tokens", "completion_tokens",
-           "retries", "escalated", "error", "replay", "affinity", "pin_created_at")
+           "retries", "escalated", "error", "replay", "affinity", "pin_created_at", "reason")
 ROW_OVERHEAD = 512  # bytes a row costs in memory besides its client-sized parts (body, error)
 # Above this, a row is prepared in the writer's thread (where the loop gets the GIL back every switch interval)
 # instead of on the loop in one go: ~0.5 ms of loop time for a 64 KiB body, tens of ms at the 8 MiB body bound.
