@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -39,19 +38,12 @@ def test_promtool_accepts_the_configs_and_rules(args):
     assert out.returncode == 0 and "SUCCESS" in out.stdout + out.stderr
 
 
-def test_every_alert_the_issue_names_exists_and_uses_metrics_the_router_exports():
-    from quantroute.router.metrics.registry import RouterMetrics
-
+def test_every_alert_the_issue_names_exists():
+    """(Their metrics are scraped from running processes in test_promql.py.)"""
     rules = {r["alert"]: r for g in yaml.safe_load((PROM / "alerts.yml").read_text())["groups"] for r in g["rules"]}
     assert set(rules) >= {"QuantrouteModelWithoutHealthyNode", "QuantrouteTierWithoutHealthyNode",
                           "QuantrouteTierErrorRate", "QuantroutePinnedSessionsRefused", "QuantrouteRequestLogDrops",
                           "QuantroutePolicyReloadFailures", "QuantrouteControllerAbsent"}
-    exported = {m.name for m in RouterMetrics().registry.collect()}
-    exported |= {f"{n}_total" for n in exported}
-    exported.add("quantroute_controller_last_pass_timestamp_seconds")  # `quantroute controller --metrics-port`
-    for name, rule in rules.items():
-        used = set(re.findall(r"quantroute_[a-z_]+", rule["expr"]))
-        assert used and used <= exported, (name, used - exported)
 
 
 def one_node_fleet(path: Path, node_id: str, deployment: str, tier: str, fmt: str, port: int) -> Path:
@@ -165,18 +157,11 @@ def _query(prom: str, expr: str) -> list:
     return r.json()["data"]["result"] if r.status_code == 200 else []
 
 
-def test_the_grafana_dashboard_covers_the_router_and_uses_exported_metrics():
-    from quantroute.router.metrics.registry import RouterMetrics
-
+def test_the_grafana_dashboard_covers_the_router():
+    """(Its metrics are scraped from running processes in test_promql.py.)"""
     dash = json.loads((DEPLOY / "grafana" / "quantroute-router.json").read_text())
-    exported = set()
-    for m in RouterMetrics().registry.collect():
-        exported |= {m.name, f"{m.name}_total", f"{m.name}_bucket"}
     titles = " ".join(p["title"] for p in dash["panels"]).lower()
     for topic in ("requests/s by tier", "latency", "ttft", "tokens", "canary split"):
         assert topic in titles, topic
     ids = [p["id"] for p in dash["panels"]]
     assert len(ids) == len(set(ids)) and dash["uid"]
-    for p in dash["panels"]:
-        used = set(re.findall(r"quantroute_[a-z_]+", p["targets"][0]["expr"]))
-        assert used and used <= exported, (p["title"], used - exported)
