@@ -172,7 +172,32 @@ def field_comments(*modules: Any) -> dict[tuple[str, str], str]:
     return found
 
 
-def _model_section(name: str, schema: dict[str, Any], comments: dict[tuple[str, str], str]) -> list[str]:
+def default_factories(*modules: Any) -> dict[tuple[str, str], Callable[[], Any]]:
+    """(class, field) -> the factory of a default the JSON schema leaves out (lists, maps, nested models)."""
+    found: dict[tuple[str, str], Callable[[], Any]] = {}
+    for module in modules:
+        for cls in vars(module).values():
+            for field, info in getattr(cls, "model_fields", {}).items() if isinstance(cls, type) else ():
+                if info.default_factory is not None:
+                    found[(cls.__name__, field)] = info.default_factory
+    return found
+
+
+def _default_cell(prop: dict[str, Any], factory: Callable[[], Any] | None) -> str:
+    if "default" in prop:
+        return f"`{_cell(_yaml_value(prop['default']))}`"
+    if factory is None:
+        return ""
+    value = factory()
+    if hasattr(value, "model_dump"):
+        return "its own defaults"
+    value = [v.model_dump(mode="json", exclude_defaults=True) if hasattr(v, "model_dump") else v for v in value] \
+        if isinstance(value, list) else value
+    return f"`{_cell(json.dumps(value, default=str))}`"
+
+
+def _model_section(name: str, schema: dict[str, Any], comments: dict[tuple[str, str], str],
+                   factories: dict[tuple[str, str], Callable[[], Any]]) -> list[str]:
     lines = [f"### {name} {{#{_anchor(name)}}}", ""]
     if schema.get("description"):
         lines += [" ".join(schema["description"].split()), ""]
@@ -181,7 +206,7 @@ def _model_section(name: str, schema: dict[str, Any], comments: dict[tuple[str, 
     required = set(schema.get("required", []))
     lines += ["| field | type | required | default | valid values | meaning |", "| --- | --- | --- | --- | --- | --- |"]
     for field, prop in schema.get("properties", {}).items():
-        default = "" if field in required or "default" not in prop else f"`{_cell(_yaml_value(prop['default']))}`"
+        default = "" if field in required else _default_cell(prop, factories.get((name, field)))
         meaning = prop.get("description") or comments.get((name, field), "")
         lines.append(f"| `{field}` | {_type_text(prop)} | {'yes' if field in required else ''} | {default} | "
                      f"{_cell(_constraints(prop))} | {_cell(meaning)} |")
@@ -192,19 +217,20 @@ def policy_reference() -> str:
     from quantroute.policy import condition, model
 
     comments = field_comments(model, condition)
+    factories = default_factories(model, condition)
     schema = model.Policy.model_json_schema()
     defs: dict[str, Any] = schema.pop("$defs", {})
     conditions = sorted(n for n in defs if n.endswith("Cond"))
     others = [n for n in sorted(defs) if n not in conditions]
     out = ["## Policy {#policy}", "", "The top level of a `policy-NNNN.yaml` file.", ""]
-    out += _model_section("Policy", schema, comments)[2:]
+    out += _model_section("Policy", schema, comments, factories)[2:]
     out += ["## Parts", ""]
     for name in others:
-        out += _model_section(name, defs[name], comments)
+        out += _model_section(name, defs[name], comments, factories)
     out += ["## Conditions", "", "A rule's `when` is exactly one of these (one key each); `all`, `any` and `not` "
             "combine them.", ""]
     for name in conditions:
-        out += _model_section(name, defs[name], comments)
+        out += _model_section(name, defs[name], comments, factories)
     return "\n".join(out)
 
 
