@@ -1,4 +1,4 @@
-"""Evals → Live agreement (issue 18): rates, suggestions and disagreeing pairs from stored shadow pairs; the
+"""Evals → Live agreement: rates, suggestions and disagreeing pairs from stored shadow pairs; the
 suggestion's draft and its what-if replay (AppTest; the browser test clicks through the same)."""
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def browser():
         b.close()
 
 
-# What a Python object looks like when it leaks onto a page (issue #17): reprs, and a diff value cut with "...".
+# What a Python object looks like when it leaks onto a page: reprs, and a diff value cut with "...".
 REPRS = re.compile(r"datetime\.datetime\(|ItemView\(|RolloutStatus\(|None → None|\.\.\.\s*$", re.M)
 
 

@@ -1,5 +1,5 @@
 """Static checks of deploy/: what kubectl renders, the schemas, and every command, env var and port in the
-manifests against the CLI and the settings classes (containers cannot run on this machine)."""
+manifests against the CLI and the settings classes, where no container can run."""
 
 from __future__ import annotations
 

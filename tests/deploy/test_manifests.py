@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from dashboard.settings import DashboardSettings
-from quantroute.cli.main import COMMANDS, cli
+from quantroute.cli.main import cli
 from quantroute.fleet import load_fleet, parse_fleet
 from quantroute.router.settings import RouterSettings
 from tests.conftest import REPO
@@ -22,22 +22,17 @@ from tests.deploy.conftest import DEPLOY
 K8S_VERSION = "1.30.0"
 # Variables the processes read that are not settings fields: the DB URL every process takes, Streamlit's HOME.
 PLAIN_ENV = {"DATABASE_URL", "HOME", "PYTHONUNBUFFERED"}
-# `quantroute controller` (issue 15) reads these; until its command is on main they are taken on trust here.
-CONTROLLER_ENV = {"QUANTROUTE_CONTROLLER_POLICIES_DIR", "QUANTROUTE_ROUTER_URLS", "QUANTROUTE_ROUTER_ADMIN_TOKEN"}
 
 
 def known_env() -> set[str]:
     names = set(PLAIN_ENV)
     names |= {f"QUANTROUTE_ROUTER_{f.upper()}" for f in RouterSettings.model_fields}
     names |= {f"QUANTROUTE_DASHBOARD_{f.upper()}" for f in DashboardSettings.model_fields}
-    if "controller" in COMMANDS:
-        from quantroute.controller.settings import ControllerSettings
+    from quantroute.controller.settings import ControllerSettings
 
-        prefix = ControllerSettings.model_config.get("env_prefix", "")
-        names |= {f"{prefix}{f}".upper() for f in ControllerSettings.model_fields}
-        names |= {e for p in command(["controller"])[0].params for e in _envvars(p)}
-    else:
-        names |= CONTROLLER_ENV
+    prefix = ControllerSettings.model_config.get("env_prefix", "")
+    names |= {f"{prefix}{f}".upper() for f in ControllerSettings.model_fields}
+    names |= {e for p in command(["controller"])[0].params for e in _envvars(p)}
     return names
 
 
@@ -113,10 +108,7 @@ def test_every_container_runs_a_real_command_with_known_options_env_and_ports(re
     services = [d for d in docs if d["kind"] == "Service"]
     for d, pod, c in containers(docs):
         args = c["args"]
-        if args[0] == "controller" and "controller" not in COMMANDS:
-            given = {"--metrics-port": args[args.index("--metrics-port") + 1]}  # issue 15's command, not on main yet
-        else:
-            given = check_args(args)
+        given = check_args(args)
         assert c["image"].startswith("registry.example.com/quantroute:")
         for e in c.get("env", []):
             assert e["name"] in env_known, f"{d['metadata']['name']}: unknown env {e['name']}"
@@ -167,10 +159,7 @@ def test_compose_validates_against_the_compose_spec_and_uses_known_commands(comp
         if svc.get("image", "").startswith("postgres"):
             continue
         args = svc["command"]
-        if args[0] != "controller" or "controller" in COMMANDS:
-            given = check_args(args)
-        else:
-            given = {}
+        given = check_args(args)
         for var in svc.get("environment", {}):
             if var != "<<":
                 assert var in env_known, f"{name}: unknown env {var}"

@@ -61,9 +61,9 @@ def test_outputs_json_csv_chart_and_db_rows(tmp_path, engine, make_fleet):
     assert all(float(r["output_tok_s"]) > 0 and float(r["ttft_p95_ms"]) > 0 for r in rows)
     data = json.loads(paths["json"].read_text())
     assert data["config"]["staircase"] == [1, 3] and len(data["steps"]) == 2
-    # The best step is the last one without a breach. Which one that is depends on this machine's speed in the
-    # moment (min_gain=0 still stops at c=3 when its one-second window saw fewer tokens than c=1's: make test
-    # once did), so the file is checked against its own steps, and the breach it names against the result's.
+    # The best step is the last one without a breach. Which one that is depends on the machine's speed in the
+    # moment (min_gain=0 still stops at c=3 when its one-second window saw fewer tokens than c=1's), so the file
+    # is checked against its own steps, and the breach it names against the result's.
     clean = [i for i, st in enumerate(data["steps"]) if st["breach"] is None]
     assert clean[:1] == [0] and data["best_step"] == clean[-1]
     assert data["stop_reason"] == result.stop_reason == data["steps"][-1]["breach"]

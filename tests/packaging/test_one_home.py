@@ -1,6 +1,5 @@
 """Shared helpers have one home each: no other module in the repository defines them again, or takes them from
-anywhere but their home (issue 11: `utcnow`, `_aware` and `free_port` were written several times, and tests
-polled with deadline loops of their own)."""
+anywhere but their home (copies drift apart)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The optional live agreement guard (issue 18): the candidate's agreement with the reference tier on shadow pairs
+"""The optional live agreement guard: the candidate's agreement with the reference tier on shadow pairs
 may fall below the baseline's by at most a margin; too few pairs holds the step (inconclusive), never passes."""
 
 from __future__ import annotations

@@ -188,7 +188,7 @@ def test_approve_step_rollback_write_versions_and_audit(svc, db_engine, store):
 
 def test_a_step_approved_by_the_rollouts_approval_is_audited_as_the_stepper_not_the_reviewer(svc, db_engine, store):
     """The reviewer's approval of the rollout covers its steps; the audit event of a step's version names who
-    stepped, when they did, and whose approval covers it (it used to name the reviewer, who did nothing then)."""
+    stepped, when they did, and whose approval covers it (not the reviewer, who did nothing then)."""
     from quantroute.rollout import activation, versions
 
     ready_for_approval(svc, db_engine)

@@ -53,8 +53,8 @@ def reclaimed_while_its_batch_fails(engine, newer_row: dict) -> tuple[asyncio.Fu
 
 
 def test_a_claim_whose_key_was_claimed_again_while_its_batch_failed_follows_the_newer_claim(sqlite_engine):
-    """The old claim used to be dropped: its request waited for the settle timer and failed although the
-    session's pin was stored a moment later. It now resolves with the newer claim's outcome: the pin in force."""
+    """The old claim is not dropped (its request would wait for the settle timer and fail although the session's
+    pin was stored a moment later): it resolves with the newer claim's outcome, the pin in force."""
     old, newer = reclaimed_while_its_batch_fails(sqlite_engine, pin_row("again", "fp16"))
     assert newer.result()["tier"] == "fp16"
     assert old.result() == newer.result()  # the pin in force, which the old claim's request follows (or is moved by)

@@ -1,4 +1,4 @@
-"""Shadow comparison in the router (issue 18): never on the client's path, counted apart from user traffic, and
+"""Shadow comparison in the router: never on the client's path, counted apart from user traffic, and
 on the simulator its agreement figures are the quality model's."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Greedy answers outside the eval suites (issue 18): each deployment gives the FP16 answer with the quality table's
+"""Greedy answers outside the eval suites: each deployment gives the FP16 answer with the quality table's
 probability for its tier and task type, decided per prompt; a drifted answer differs in its result."""
 
 from __future__ import annotations

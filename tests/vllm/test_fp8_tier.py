@@ -104,5 +104,5 @@ def test_router_registers_and_routes_to_the_fp8_tier(stack):
             print(f"{prompt!r} -> {raw.headers['x-quantroute-tier']} {resp.model} {text!r}")
             assert (raw.headers["x-quantroute-tier"], raw.headers["x-quantroute-deployment"], resp.model) == (
                 "fp8", FP8, FP8)
-            # Greedy answers of the trained skills survive fp8 weights and activations (measured: they do).
+            # Greedy answers of the trained skills survive fp8 weights and activations.
             assert check(text), text

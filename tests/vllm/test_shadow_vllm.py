@@ -1,4 +1,4 @@
-"""Shadow comparison over real vLLM (issue 18): two vLLM servers of the tiny model behind the router, one listed as
+"""Shadow comparison over real vLLM: two vLLM servers of the tiny model behind the router, one listed as
 the fp16 deployment and one as an int4 deployment (the same weights under another id). Greedy requests served by
 the first are shadowed to the second after the client has its answer; with the same weights every pair agrees
 exactly. A check of the mechanics end to end: real responses (plain and streamed) parsed, compared and stored."""
