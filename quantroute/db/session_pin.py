@@ -24,9 +24,8 @@ class SessionPin(SQLModel, table=True):
 
     __tablename__ = "session_pin"
     # Indexes: the key, the expiry (purging and listing live pins), and the model of candidate-arm pins only.
-    # Every index is written on each first turn, and on SQLite that write is the router's own CPU: dropping the
-    # model, tier and last-used indexes (0970_pin_indexes) took a one-pin claim from 0.049 to 0.033 ms and a
-    # 16-pin one from 0.297 to 0.202 ms (p50 of the statement, same host, rounds alternated).
+    # Every index is written on each first turn, and on SQLite that write is the router's own CPU: no index
+    # that no query needs.
     __table_args__ = (Index("ix_session_pin_candidate_model", "model", sqlite_where=_ON_CANDIDATE,
                             postgresql_where=_ON_CANDIDATE),)
     session_key: str = Field(primary_key=True)

@@ -20,7 +20,7 @@ from quantroute.router.settings import RouterSettings
 # How the supervisor hands the settings to workers it spawns (fresh interpreters: nothing else is inherited).
 SETTINGS_ENV = "QUANTROUTE_WORKER_SETTINGS"
 # The request log's writer runs in a thread; at CPython's default 5 ms switch interval a batch being written
-# held the event loop off the GIL for up to 5 ms at each of a request's syscalls.
+# would hold the event loop off the GIL for up to 5 ms at each of a request's syscalls.
 SWITCH_INTERVAL_S = 0.0005
 LOG_LEVEL_ENV = "QUANTROUTE_WORKER_LOG_LEVEL"
 # The directory of the workers' control sockets (peers.py), made by the supervisor, removed when it exits
