@@ -7,6 +7,7 @@ The services (policy store, rollout service) check that user's stored role thems
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -39,3 +40,16 @@ def acting_user(engine: Engine) -> str:
         return authenticate(engine, name, password).name
     except AuthError as e:
         raise click.UsageError(f"login failed: {e}") from None
+
+
+def parse_expiry(value: str | None, *, option: str = "--expires") -> datetime | None:
+    """An expiry given on the command line (a date or date and time, UTC when no zone is given)."""
+    from quantroute.clock import aware
+
+    if value is None:
+        return None
+    try:
+        return aware(datetime.fromisoformat(value))
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a date; give YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)",
+                                 param_hint=option) from None

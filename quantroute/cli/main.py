@@ -20,6 +20,8 @@ COMMANDS: dict[str, str] = {
     "controller": "quantroute.cli.controller:controller",
     "loadtest": "quantroute.cli.loadtest:loadtest",
     "user": "quantroute.cli.user:user",
+    "key": "quantroute.cli.key:key",
+    "tenant": "quantroute.cli.tenant:tenant",
     "quantize": "quantroute.cli.quantize:quantize",
     "fleet": "quantroute.cli.fleet:fleet",
     "dashboard": "quantroute.cli.dashboard:dashboard",

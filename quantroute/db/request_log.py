@@ -54,6 +54,7 @@ class RequestLog(SQLModel, table=True):
     # "escalated: int4 full" (router.path.spill); None when it ran there, or a pin chose the tier
     reason: str | None = None
     error: str | None = None
+    tenant: str | None = None  # the tenant of the client key the request came with (router client_auth)
     # parsed body + x- headers, for the dashboard's what-if replay (column added by migration 0501, users branch)
     replay: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 

@@ -151,6 +151,57 @@ def count_before(*, conn: Connection, before: datetime) -> int:
 
 
 def prune_before(*, conn: Connection, before: datetime) -> int:
-    """Delete rollup minutes that start before `before` (the dashboard's longest windows read these)."""
+    """Delete rollup minutes (and tenants' usage minutes) that start before `before` (the dashboard's longest
+    windows read these)."""
+    conn.execute(sa.text("DELETE FROM tenant_usage_minute WHERE minute < :m"), {"m": epoch_minute(before)})
     return int(conn.execute(sa.text("DELETE FROM request_stats_minute WHERE minute < :m"),
                             {"m": epoch_minute(before)}).rowcount)
+
+
+TENANT_KEY = ("minute", "tenant", "model", "tier")
+TENANT_SUMS = ("requests", "prompt_tokens", "completion_tokens")
+
+
+class TenantUsageMinute(SQLModel, table=True):
+    """Requests and tokens of one minute per (tenant, model, tier): what each client key's tenant used, written
+    with the request-log batch like the rollup above. Requests without a key count under tenant ''."""
+
+    __tablename__ = "tenant_usage_minute"
+    minute: int = Field(sa_column=sa.Column(sa.BigInteger, primary_key=True, autoincrement=False))
+    tenant: str = Field(default="", primary_key=True)
+    model: str = Field(primary_key=True)
+    tier: str = Field(default="", primary_key=True)
+    requests: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
+    prompt_tokens: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
+    completion_tokens: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
+
+
+def tenant_minute_stats(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Aggregate request-log rows per minute, tenant, model and tier. Pure; sorted by key (see minute_stats)."""
+    acc: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        key = (epoch_minute(r["ts"]), r.get("tenant") or "", r.get("model") or "", r.get("tier") or "")
+        s = acc.get(key)
+        if s is None:
+            s = acc[key] = dict(zip(TENANT_KEY, key), requests=0, prompt_tokens=0, completion_tokens=0)
+        s["requests"] += 1
+        s["prompt_tokens"] += r.get("prompt_tokens") or 0
+        s["completion_tokens"] += r.get("completion_tokens") or 0
+    return [acc[k] for k in sorted(acc)]
+
+
+def tenant_upsert_statement(dialect_name: str) -> sa.Insert:
+    table = table_of(TenantUsageMinute)
+    if dialect_name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        pg = pg_insert(table)
+        return pg.on_conflict_do_update(index_elements=list(TENANT_KEY),
+                                        set_={c: table.c[c] + pg.excluded[c] for c in TENANT_SUMS})
+    if dialect_name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        lite = sqlite_insert(table)
+        return lite.on_conflict_do_update(index_elements=list(TENANT_KEY),
+                                          set_={c: table.c[c] + lite.excluded[c] for c in TENANT_SUMS})
+    raise ValueError(f"tenant_usage_minute: dialect {dialect_name!r} has no upsert here (valid: sqlite, postgresql)")

@@ -15,6 +15,7 @@ from quantroute.db import (
     rollout,
     session_pin,
     shadow_pair,
+    tenant,
     user,
 )
 from quantroute.db import eval as _eval

@@ -18,6 +18,10 @@ class User(SQLModel, table=True):
     password_hash: str = ""  # "scrypt$n$r$p$salt_hex$hash_hex"; empty = password login disabled (OIDC only)
     created_at: datetime = Field(default_factory=utcnow)
     disabled: bool = False
+    # The operator who set a password of this user's (at creation or a reset): they could act as this user, so
+    # the four-eyes rule never lets this user approve their work (policy.store, rollout.service). Kept when
+    # the user changes their own password, which the sponsor could have done as them.
+    sponsor: str = ""
 
 
 def get_user(*, session: Session, name: str) -> User | None:
@@ -31,7 +35,8 @@ def create_user(*, session: Session, user: User) -> User:
     return user
 
 
-def update_user(*, session: Session, name: str, role: str | None = None, password_hash: str | None = None) -> User:
+def update_user(*, session: Session, name: str, role: str | None = None, password_hash: str | None = None,
+                disabled: bool | None = None, sponsor: str | None = None) -> User:
     user = session.get(User, name)
     if user is None:
         raise LookupError(f"no user {name!r}")
@@ -39,6 +44,10 @@ def update_user(*, session: Session, name: str, role: str | None = None, passwor
         user.role = role
     if password_hash is not None:
         user.password_hash = password_hash
+    if disabled is not None:
+        user.disabled = disabled
+    if sponsor is not None:
+        user.sponsor = sponsor
     session.add(user)
     session.commit()
     session.refresh(user)
@@ -61,6 +70,7 @@ class UserToken(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     last_used_at: datetime | None = None
     revoked: bool = False
+    expires_at: datetime | None = None  # None = until revoked
 
 
 class LoginThrottle(SQLModel, table=True):

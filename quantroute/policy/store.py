@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from quantroute.auth import require
+from quantroute.auth import controllers, require
 from quantroute.clock import utcnow
 from quantroute.db import audit
 from quantroute.db.policy_state import (
@@ -340,6 +340,9 @@ class PolicyStore:
         policy = self.load(version)
         if by == policy.author:
             raise PolicyStoreError(f"{by} wrote version {version}; a different reviewer must approve it")
+        if policy.author in controllers(self.engine, by):  # a reviewer whose password the author set is the author
+            raise PolicyStoreError(f"{policy.author} wrote version {version} and set a password of {by}'s (so could "
+                                   f"act as {by}); a reviewer {policy.author} did not create must approve it")
         with Session(self.engine) as s:
             existing = approval_of(s, version)
             if existing:

@@ -36,7 +36,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 
 from quantroute.admin_client import RouterAdmin
-from quantroute.auth import require
+from quantroute.auth import controllers, require
 from quantroute.clock import utcnow
 from quantroute.db import audit
 from quantroute.db import rollout as db
@@ -156,6 +156,10 @@ class RolloutService:
             row = self._live(model)
         if by == SYSTEM:
             raise RolloutRefused(f"approve refused: {SYSTEM!r} is the system's name; give a person's name")
+        if row.started_by in controllers(self.engine, by):
+            raise RolloutRefused(f"approve refused: {row.started_by} started this rollout and set a password of "
+                                 f"{by}'s (so could act as {by}); a reviewer {row.started_by} did not create must "
+                                 "approve")
         open_items = tuple(self.checklist(model).open_required) if row.phase == Phase.awaiting_approval.value else ()
         # the version written for the first step is approved on the store by this reviewer
         return self._act(row, by, machine.Approve(by=by, open_items=open_items), changes={"approved_by": by})

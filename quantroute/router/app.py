@@ -19,6 +19,7 @@ import orjson
 
 from quantroute.classify import RequestError
 from quantroute.clock import utcnow
+from quantroute.router.access.keys import Grant, KeyTable
 from quantroute.router.admin.api import AdminApi
 from quantroute.router.admin.peers import WorkerPeers
 from quantroute.router.errors import BadRequest, BodyTooLarge, MethodNotAllowed, Overloaded, RequestTimeout, RouterError
@@ -81,6 +82,12 @@ class Router:
         self.decider = Decider(self.fleet, self.pins, retry_after_s=settings.retry_after_s, metrics=self.metrics,
                                on_miss=self.node_sync.kick,
                                affinity_max_load=settings.node_affinity_max_load if settings.node_affinity else None)
+        if settings.client_auth != "off" and engine is None:
+            raise ValueError(f"client_auth {settings.client_auth!r} needs the database (the keys are stored there); "
+                             "set db_url, or client_auth 'off'")
+        self.keys = (KeyTable(engine, required=settings.client_auth == "required",
+                              refresh_s=settings.client_keys_refresh_s, retry_after_s=settings.retry_after_s)
+                     if settings.client_auth != "off" else None)
         self.client: httpx.AsyncClient | None = None
         self.forwarder: Forwarder | None = None
         self.tracing: Tracing | None = None  # made at startup, in the serving process, when OTEL_* turn it on
@@ -109,6 +116,8 @@ class Router:
                                    on_upstream_error=self._upstream_error, tracing=self.tracing)
         await asyncio.to_thread(self.holder.load_initial)
         await asyncio.to_thread(load_nodes, self.fleet, fleet_file=s.fleet_file, engine=self.engine)
+        if self.keys is not None:
+            await asyncio.to_thread(self.keys.refresh)
         loop = asyncio.get_running_loop()
 
         def spawn(name: str, make) -> None:
@@ -127,6 +136,8 @@ class Router:
         if self.engine is not None:
             spawn("policy-poll", lambda: self.holder.poll_db(s.policy_poll_s))
             spawn("node-sync", self.node_sync.run)
+            if self.keys is not None:
+                spawn("client-keys", self.keys.run)
             spawn("pin-purge", lambda: self.pins.purge_loop(
                 interval_s=s.pin_purge_interval_s, batch=s.pin_purge_batch, max_batches=s.pin_purge_max_batches,
                 on_purged=self.metrics.pins_purged.inc))
@@ -254,17 +265,21 @@ class Router:
         tracing = self.tracing
         out = ForwardResult(span=trace.request_span(tracing, scope, kind, ts) if tracing is not None else None)
         route: Route | None = None
+        grant: Grant | None = None
         try:
+            if self.keys is not None:
+                grant = await self.keys.check(headers, self.active, self.settings.max_concurrent_requests)
             decide_ns = time.time_ns() if tracing is not None else 0
             try:
-                route = await self.decider.decide(ap, data, headers, kind)
+                route = await self.decider.decide(ap, data, headers, kind, grant)
             except RequestError as e:
                 raise BadRequest(e.message, param=e.param) from None
             if tracing is not None:
                 trace.decided(tracing, out.span, route, decide_ns)
             if not route.waited:
                 self.metrics.decision_seconds.observe(time.perf_counter() - started)
-            shadow = self.shadows.sample(route, data, len(body))  # None for all but a sampled share
+            # None for all but a sampled share; never for a tenant with a floor (a shadow may run below it)
+            shadow = self.shadows.sample(route, data, len(body)) if grant is None or grant.floor is None else None
             out.capture = shadow is not None
             try:
                 await self._forward(route, path, body, raw_headers, receive, send, started, out)
@@ -286,7 +301,7 @@ class Router:
                 return
             raise
         finally:
-            self._record(ts, started, request_id, data, route, out, headers, len(body))
+            self._record(ts, started, request_id, data, route, out, headers, len(body), grant)
 
     async def _forward(self, route: Route, path: str, body: bytes, raw_headers, receive, send, started: float,
                        out: ForwardResult) -> None:
@@ -369,8 +384,10 @@ class Router:
         return h
 
     def _record(self, ts, started: float, request_id: str, data, route: Route | None, out: ForwardResult,
-                headers: dict, body_bytes: int) -> None:
+                headers: dict, body_bytes: int, grant: Grant | None = None) -> None:
         """Metrics, and the log row handed to the writer (which prepares it now, or in its thread if large)."""
+        if grant is not None and (out.prompt_tokens or out.completion_tokens):
+            grant.spend((out.prompt_tokens or 0) + (out.completion_tokens or 0))
         latency_ms = (time.perf_counter() - started) * 1000
         node = out.node or (route.node if route else None)
         status = out.status or 500
@@ -407,7 +424,8 @@ class Router:
             "pin_created_at": route.pin.created_at if route and route.pin else None,
             # what the dashboard's what-if replay needs to classify this request again under a draft policy,
             # as far as the prompt-storage setting allows (credentials in headers are never kept)
-            "replay": PendingReplay(data, headers, self.settings.prompt_storage, self._log_headers(route))},
+            "replay": PendingReplay(data, headers, self.settings.prompt_storage, self._log_headers(route)),
+            "tenant": grant.tenant if grant is not None else None},
             nbytes=body_bytes)
 
     def _log_headers(self, route: Route | None) -> tuple[str, ...]:

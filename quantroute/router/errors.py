@@ -37,6 +37,26 @@ class Unauthorized(RouterError):
     code = "invalid_api_key"
 
 
+class Forbidden(RouterError):
+    """The key is valid but may not do this (a deployment below its tenant's tier floor)."""
+
+    status = 403
+    type = "invalid_request_error"
+    code = "tier_below_floor"
+
+
+class RateLimited(RouterError):
+    """Over a tenant's or key's requests or tokens per minute; Retry-After says when it has room again."""
+
+    status = 429
+    type = "requests"  # OpenAI's: "requests" or "tokens", the limit that was reached
+    code = "rate_limit_exceeded"
+
+    def __init__(self, message: str, *, kind: str, retry_after_s: int) -> None:
+        super().__init__(message, headers={"Retry-After": str(retry_after_s)})
+        self.type = kind
+
+
 class NotFound(RouterError):
     status = 404
     type = "invalid_request_error"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ssl
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -37,6 +38,15 @@ class RouterSettings(BaseSettings):
                                        "a client that sends it slower gets a 408 (a slow sender holds a slot)")
     max_concurrent_requests: int = Field(default=4096, ge=1, description="Completions in progress on this "
                                          "replica; beyond it a 503 (code overloaded) with Retry-After")
+
+    # Client keys (quantroute key create)
+    client_auth: Literal["off", "optional", "required"] = Field(default="off", description=(
+        "Client API keys on /v1 completions: off (anyone who reaches the router), optional (a request without a "
+        "key passes with no tenant; a key sent must be valid) or required (401 without a valid key). A key's "
+        "tenant brings its tier floor, priority and rate limits"))
+    client_keys_refresh_s: float = Field(default=2.0, gt=0, description=(
+        "How often the router checks the database for changed keys and tenants: a revoked key is refused by "
+        "every replica within about this long"))
 
     # Fleet state
     probe_interval_s: float = Field(default=1.5, gt=0,

@@ -26,9 +26,15 @@ def test_permissions():
 def test_user_cli_add_list_and_login(sqlite_url):
     from quantroute.db.engine import make_engine
 
-    r = CliRunner().invoke(user, ["add", "zoe", "--role", "reviewer", "--db", sqlite_url], input="pw1\npw1\n")
+    first = CliRunner().invoke(user, ["add", "otto", "--role", "operator", "--password", "op", "--bootstrap",
+                                      "--db", sqlite_url])
+    assert first.exit_code == 0, first.output
+    as_otto = {"QUANTROUTE_USER": "otto", "QUANTROUTE_PASSWORD": "op", "QUANTROUTE_TOKEN": ""}
+    r = CliRunner().invoke(user, ["add", "zoe", "--role", "reviewer", "--db", sqlite_url], input="pw1\npw1\n",
+                           env=as_otto)
     assert r.exit_code == 0, r.output
-    again = CliRunner().invoke(user, ["add", "zoe", "--role", "analyst", "--password", "x", "--db", sqlite_url])
+    again = CliRunner().invoke(user, ["add", "zoe", "--role", "analyst", "--password", "x", "--db", sqlite_url],
+                               env=as_otto)
     assert again.exit_code == 1 and "exists" in again.output
     listed = CliRunner().invoke(user, ["list", "--db", sqlite_url])
     assert "zoe" in listed.output and "reviewer" in listed.output

@@ -28,12 +28,13 @@ def test_every_column_round_trips(engine):
              "rules": ["greedy-structured", "high-priority"], "score": 9.5, "status": 200, "stream": True,
              "latency_ms": 812.5, "ttft_ms": 40.25, "prompt_tokens": 31, "completion_tokens": 250, "retries": 1,
              "escalated": True, "error": None, "replay": replay, "affinity": "fallback_busy",
-             "pin_created_at": ts - timedelta(minutes=5, microseconds=7), "reason": "spilled up: int4 at its knee"},
+             "pin_created_at": ts - timedelta(minutes=5, microseconds=7), "reason": "spilled up: int4 at its knee",
+             "tenant": "acme"},
             {"ts": ts, "request_id": "r-2", "session_key": None, "model": "llama3-8b", "deployment": None,
              "node": None, "tier": None, "arm": None, "policy_version": None, "rules": [], "score": None,
              "status": 503, "stream": False, "latency_ms": 1.0, "ttft_ms": None, "prompt_tokens": None,
              "completion_tokens": None, "retries": 0, "escalated": False, "error": "no capacity", "replay": None,
-             "affinity": None, "pin_created_at": None, "reason": None}]
+             "affinity": None, "pin_created_at": None, "reason": None, "tenant": None}]
     got = written_and_read(RequestLogWriter(engine, batch_size=10), rows, engine, RequestLog)
     for want in rows:
         assert got[want["request_id"]] == want

@@ -10,12 +10,13 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
 
 from quantroute.classify import Decision
-from quantroute.router.errors import BadRequest, NoCapacity, NotFound, SessionPinUnavailable
+from quantroute.router.access.keys import Grant
+from quantroute.router.errors import BadRequest, Forbidden, NoCapacity, NotFound, SessionPinUnavailable
 from quantroute.router.nodes.pool import Node, NodePool
 from quantroute.router.path.active_policy import ActivePolicy
 from quantroute.router.path.canary import BASELINE, CANDIDATE, choose_arm
@@ -164,7 +165,9 @@ class Decider:
         return nodes
 
     # -- the decision ----------------------------------------------------------------------------------------
-    async def decide(self, ap: ActivePolicy, body: dict, headers: Mapping[str, str], kind: str) -> Route:
+    async def decide(self, ap: ActivePolicy, body: dict, headers: Mapping[str, str], kind: str,
+                     grant: Grant | None = None) -> Route:
+        """`grant`: the client key's, when it sent one: its tenant's floor holds whatever the request says."""
         if not isinstance(body, dict):
             raise BadRequest("the request body must be a JSON object")
         requested = body.get("model")
@@ -190,12 +193,28 @@ class Decider:
             fixed_deployment = wanted
         decision = ap.compiled.classify(body, headers, kind)  # raises RequestError -> 400
         session_key = headers.get(sessions.header) if sessions.affinity else None
+        if grant is not None:
+            decision, session_key = self._floored(ap, grant, decision, fixed_deployment, session_key)
         pin = self.pins.get(session_key, sessions.ttl_s) if session_key else None
         if pin is not None and pin.model != model:
             pin = None  # a session key reused for another model starts its own pin (not shared)
         if pin is not None and session_key:  # (a pin is only ever found by its session key)
             return await self._pinned(ap, pin, model, decision, session_key)
         return await self._unpinned(ap, model, fixed_deployment, decision, session_key, headers)
+
+    @staticmethod
+    def _floored(ap: ActivePolicy, grant: Grant, decision: Decision, fixed: str | None,
+                 session_key: str | None) -> tuple[Decision, str | None]:
+        """The decision raised to the tenant's floor, and the session key in the tenant's own namespace."""
+        floor = grant.floor
+        if floor is not None:
+            if fixed is not None and ap.deployment_tier[fixed].rank > floor.rank:
+                raise Forbidden(f"deployment {fixed!r} serves {ap.deployment_tier[fixed].value}, below this key's "
+                                f"tier floor {floor.value}; name the model or a deployment at {floor.value} or above",
+                                param="model")
+            if decision.tier.rank > floor.rank:
+                decision = replace(decision, tier=floor)
+        return decision, (grant.session_prefix + session_key if session_key else None)
 
     async def _pinned(self, ap: ActivePolicy, pin: Pin, model: str, decision: Decision, key: str) -> Route:
         tier = Tier(pin.tier)

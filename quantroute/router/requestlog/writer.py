@@ -38,7 +38,13 @@ from sqlmodel import SQLModel
 from quantroute.db.engine import require_engine, table_of
 from quantroute.db.processors import bind_processors
 from quantroute.db.request_log import RequestLog
-from quantroute.db.request_stats import minute_stats, upsert_minute_stats, upsert_statement
+from quantroute.db.request_stats import (
+    minute_stats,
+    tenant_minute_stats,
+    tenant_upsert_statement,
+    upsert_minute_stats,
+    upsert_statement,
+)
 from quantroute.router.requestlog.privacy import PendingReplay
 from quantroute.router.requestlog.storable import storable_row
 
@@ -46,7 +52,7 @@ log = logging.getLogger(__name__)
 
 COLUMNS = ("ts", "request_id", "session_key", "model", "deployment", "node", "tier", "arm", "policy_version",
            "rules", "score", "status", "stream", "latency_ms", "ttft_ms", "prompt_tokens", "completion_tokens",
-           "retries", "escalated", "error", "replay", "affinity", "pin_created_at", "reason")
+           "retries", "escalated", "error", "replay", "affinity", "pin_created_at", "reason", "tenant")
 ROW_OVERHEAD = 512  # bytes a row costs in memory besides its client-sized parts (body, error)
 # Above this, a row is prepared in the writer's thread (where the loop gets the GIL back every switch interval)
 # instead of on the loop in one go: ~0.5 ms of loop time for a 64 KiB body, tens of ms at the 8 MiB body bound.
@@ -281,6 +287,7 @@ class RequestLogWriter:
         # Aggregated before the transaction opens, so the DB write lock is held only for the statements; one
         # transaction, so a failed batch (kept and retried) never leaves the rollup counting it.
         stats = minute_stats([p.row for p in batch]) if self.rollup else []
+        usage = tenant_minute_stats([p.row for p in batch]) if self.rollup else []
         rows = [p.values for p in batch]
         with require_engine(self.engine, who="the request log writer").begin() as conn:
             if self._copy:
@@ -295,6 +302,8 @@ class RequestLogWriter:
                     chunk = rows[k:k + self._chunk]
                     conn.exec_driver_sql(self._sql_for(len(chunk)), tuple(v for row in chunk for v in row))
             upsert_minute_stats(conn=conn, stats=stats, statement=self._upsert)
+            if usage:
+                conn.execute(self._tenant_upsert, usage)
 
     def _sql_for(self, n: int) -> str:
         sql = self._sqls.get(n)
@@ -306,6 +315,7 @@ class RequestLogWriter:
         self._prepared_for = self.engine
         dialect = require_engine(self.engine, who="the request log writer").dialect
         self._upsert = upsert_statement(dialect.name)  # built once: building it per batch cost as much as running it
+        self._tenant_upsert = tenant_upsert_statement(dialect.name)
         table = table_of(self.table_model)
         # dialect_impl: the generic JSON type has no bind processor for psycopg (a dict would reach the driver
         # as is and fail); PostgreSQL's own JSON type wraps it
