@@ -129,17 +129,24 @@ class KeyTable:
 
     # -- keeping the table current ------------------------------------------------------------------------
     async def refresh_on_miss(self) -> None:
-        """One refresh for all the requests that missed meanwhile, at most every MISS_REFRESH_S."""
-        if self._refreshing is not None:
-            await asyncio.shield(self._refreshing)
+        """One refresh for all the requests that missed meanwhile, at most every MISS_REFRESH_S (a miss right
+        after a refresh waits for the interval to pass, so a key created just after it is still found)."""
+        if self.engine is None:
             return
-        if self.engine is None or time.monotonic() - self._last_refresh < MISS_REFRESH_S:
-            return
-        self._refreshing = asyncio.ensure_future(asyncio.to_thread(self.refresh))
+        if self._refreshing is None:
+            wait = MISS_REFRESH_S - (time.monotonic() - self._last_refresh)
+            self._refreshing = asyncio.ensure_future(self._refresh_after(max(0.0, wait)))
+        refreshing = self._refreshing
         try:
-            await asyncio.shield(self._refreshing)
+            await asyncio.shield(refreshing)
         except Exception:  # the database is unreachable: the key stays unknown (401), logged
             log.warning("client keys could not be read from the database", exc_info=True)
+
+    async def _refresh_after(self, wait_s: float) -> None:
+        try:
+            if wait_s:
+                await asyncio.sleep(wait_s)
+            await asyncio.to_thread(self.refresh)
         finally:
             self._refreshing = None
 
