@@ -108,11 +108,12 @@ class Tracing:
         if error is not None:
             span.set_status(span_error(error))
 
-    def traceparent(self, span: Any) -> bytes:
-        """The W3C `traceparent` header value that makes the receiver's spans children of `span`."""
-        carrier: dict[str, str] = {}
-        self.propagator.inject(carrier, context=self._trace.set_span_in_context(span))
-        return carrier.get("traceparent", "").encode()
+    @staticmethod
+    def traceparent(span: Any) -> bytes:
+        """The W3C `traceparent` header value that makes the receiver's spans children of `span` (formatted here:
+        the propagator's inject builds a context per call, on the request path). Sampled or not, as `span` is."""
+        ctx = span.get_span_context()
+        return b"00-%032x-%016x-%02x" % (ctx.trace_id, ctx.span_id, ctx.trace_flags)
 
     @contextmanager
     def span(self, name: str, attributes: Mapping[str, Any] | None = None, kind: str = "internal") -> Iterator[Any]:

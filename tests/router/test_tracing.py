@@ -18,7 +18,7 @@ import yaml
 from quantroute.ports import free_port
 from quantroute.router.settings import RouterSettings
 from tests.conftest import wait_until
-from tests.router.conftest import FP16, INT4, MODEL, TOKEN, kill, policy_data, router_process, write_policy
+from tests.router.conftest import FP16, INT4, MODEL, TOKEN, kill, policy_data, router_at, router_process, write_policy
 from tests.support.otlp import Receiver, Span, otlp_receiver
 
 CLIENT_TRACE, CLIENT_SPAN = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
@@ -166,3 +166,20 @@ def test_without_otel_variables_the_router_has_no_tracer_and_passes_the_clients_
     assert r.status_code == 200
     info = httpx.get(sim.urls[r.headers["x-quantroute-node"]] + "/sim/info", timeout=5).json()
     assert info["traceparents"][-1] == sent
+
+
+def test_a_request_not_sampled_makes_no_spans_and_tells_the_node_not_to_sample(make_settings, sim, monkeypatch):
+    with otlp_receiver() as (endpoint, got):
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
+        with router_at(make_settings()) as (url, app):
+            assert app.tracing is not None
+            r = httpx.post(f"{url}/v1/chat/completions", timeout=30, json={
+                "model": MODEL, "messages": [{"role": "user", "content": "hi, a joke"}], "max_tokens": 4})
+            assert r.status_code == 200
+            sent = httpx.get(sim.urls[r.headers["x-quantroute-node"]] + "/sim/info", timeout=5).json()["traceparents"]
+        # the router's shutdown flushed its exporter: nothing was recorded
+        assert got.spans == []
+    version, trace_id, span_id, flags = sent[-1].split("-")
+    assert (version, len(trace_id), len(span_id)) == ("00", 32, 16)
+    assert int(flags, 16) & 1 == 0  # not sampled (the SDK may set W3C level 2's random-trace-id bit, 02)

@@ -36,7 +36,9 @@ def request_span(tracing: Tracing, scope: dict, kind: str, started: datetime) ->
 
 
 def decided(tracing: Tracing, request: Any, route: Route, start_ns: int, *, follow: bool = False) -> None:
-    """The decision as a child span of the request, from `start_ns` to now."""
+    """The decision as a child span of the request, from `start_ns` to now (none for a request not sampled)."""
+    if not request.is_recording():
+        return
     d = route.decision
     span = tracing.start("quantroute.decide", parent=request, start_ns=start_ns, attributes={
         "gen_ai.request.model": route.model, "quantroute.tier": route.tier.value, "quantroute.rules": d.rule_names,
@@ -51,12 +53,16 @@ def decided(tracing: Tracing, request: Any, route: Route, start_ns: int, *, foll
 def attempt(tracing: Tracing, out: ForwardResult, node: Node, number: int,
             headers: list[tuple[bytes, bytes]]) -> tuple[Any, list[tuple[bytes, bytes]]]:
     """A span for one upstream attempt, and the headers to send with it: the caller's `traceparent` replaced by
-    the attempt's own, so the node's spans are its children."""
+    the attempt's own, so the node's spans are its children. A request not sampled makes no span here and sends
+    its own traceparent (flagged not sampled, so the node does not sample it either)."""
+    headers = [h for h in headers if h[0] != b"traceparent"]
+    if not out.span.is_recording():
+        return None, [*headers, (b"traceparent", Tracing.traceparent(out.span))]
     out.upstream_status = 0
     span = tracing.start("quantroute.upstream", parent=out.span, kind="client", attributes={
         "quantroute.node": node.key, "quantroute.tier": node.tier.value, "quantroute.deployment": node.deployment,
         "quantroute.attempt": number, "server.address": node.url})
-    return span, [*(h for h in headers if h[0] != b"traceparent"), (b"traceparent", tracing.traceparent(span))]
+    return span, [*headers, (b"traceparent", Tracing.traceparent(span))]
 
 
 def attempt_done(span: Any, out: ForwardResult, served: bool) -> None:
@@ -66,6 +72,9 @@ def attempt_done(span: Any, out: ForwardResult, served: bool) -> None:
 
 
 def finished(span: Any, out: ForwardResult, route: Route | None, status: int) -> None:
+    if not span.is_recording():
+        span.end()
+        return
     node = out.node or (route.node if route else None)
     Tracing.end(span, {
         "http.response.status_code": status, "quantroute.tier": node.tier.value if node else None,
