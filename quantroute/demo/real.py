@@ -17,6 +17,7 @@ import json
 import secrets
 import shutil
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -111,17 +112,7 @@ def main(argv: list[str] | None = None) -> None:
         ap.error(f"{', '.join(missing)} not built under {fleet.base_dir}: run bash scripts/setup_vllm.sh, make venv, "
                  "bash scripts/setup_real_tiers.sh")
     runtime = (REPO / args.dir).resolve()
-    if runtime.exists():
-        shutil.rmtree(runtime)
-    (runtime / "logs").mkdir(parents=True)
-    (runtime / "fleet.yaml").write_text(yaml.safe_dump(fleet.model_dump(mode="json"), sort_keys=False))
-    policies = write_policies(runtime, fleet)
-    db_url = f"sqlite:///{runtime / 'quantroute.db'}"
-    from quantroute.db.engine import init_db, make_engine
-
-    eng = make_engine(db_url)
-    init_db(eng)
-    eng.dispose()
+    policies, db_url = _prepare_runtime(runtime, fleet)
     token, py, logs = secrets.token_urlsafe(16), sys.executable, runtime / "logs"
     secret = {"QUANTROUTE_ROUTER_ADMIN_TOKEN": token}  # by environment, never in argv (`ps` shows argv to anyone)
     router_url = f"http://127.0.0.1:{free_port()}"
@@ -148,18 +139,7 @@ def main(argv: list[str] | None = None) -> None:
                    "QUANTROUTE_DASHBOARD_ROUTER_URL": router_url, "QUANTROUTE_DASHBOARD_ADMIN_TOKEN": token,
                    "QUANTROUTE_DASHBOARD_EVAL_SUITE": str(REPO / "data/evals/tiny-skills.jsonl"),
                    "QUANTROUTE_DASHBOARD_EVAL_RUNS_DIR": str(runtime / "evals")})
-        for node in wait_registered(router_url, token, len(fleet.nodes), procs["fleet"]):
-            print(f"  node {node['url']}  {node['deployment']:<24} tier {node['tier']:<5} {node['format']:<5} "
-                  f"{node['checksum'][:19]}...")
-        print("routed transcript (the default policy's rules; each answer from a real vLLM server):")
-        for line in transcript(router_url, fleet.model):
-            print("  " + line)
-        print(f"dashboard  http://127.0.0.1:{dport}")
-        logins = create_users(db_url)
-        for name, (role, pw) in logins.items():
-            print(f"  {name:<8} {role:<9} password {pw}")
-        (runtime / "logins.json").write_text(json.dumps({"router": router_url, "admin_token": token, "users": {
-            n: {"role": r, "password": p} for n, (r, p) in logins.items()}}, indent=2))
+        _show_ready(fleet, procs["fleet"], router_url, token, dport, db_url, runtime)
         print(f"logs in {args.dir}/logs/ · Ctrl-C stops everything (every vLLM process group too)")
         while all(p.poll() is None for p in procs.values()):
             time.sleep(1)
@@ -169,6 +149,40 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         _stop(procs, timeout_s=40)
     print("stopped.")
+
+
+def _prepare_runtime(runtime: Path, fleet: RealFleet) -> tuple[Path, str]:
+    """A fresh `runtime` folder: logs, the fleet file, the policies and an initialised SQLite database.
+    Returns the policies folder and the database URL."""
+    if runtime.exists():
+        shutil.rmtree(runtime)
+    (runtime / "logs").mkdir(parents=True)
+    (runtime / "fleet.yaml").write_text(yaml.safe_dump(fleet.model_dump(mode="json"), sort_keys=False))
+    policies = write_policies(runtime, fleet)
+    db_url = f"sqlite:///{runtime / 'quantroute.db'}"
+    from quantroute.db.engine import init_db, make_engine
+
+    eng = make_engine(db_url)
+    init_db(eng)
+    eng.dispose()
+    return policies, db_url
+
+
+def _show_ready(fleet: RealFleet, fleet_proc: subprocess.Popen, router_url: str, token: str, dport: int,
+                db_url: str, runtime: Path) -> None:
+    """Once every vLLM server registered: the nodes, a routed transcript, the dashboard and its logins."""
+    for node in wait_registered(router_url, token, len(fleet.nodes), fleet_proc):
+        print(f"  node {node['url']}  {node['deployment']:<24} tier {node['tier']:<5} {node['format']:<5} "
+              f"{node['checksum'][:19]}...")
+    print("routed transcript (the default policy's rules; each answer from a real vLLM server):")
+    for line in transcript(router_url, fleet.model):
+        print("  " + line)
+    print(f"dashboard  http://127.0.0.1:{dport}")
+    logins = create_users(db_url)
+    for name, (role, pw) in logins.items():
+        print(f"  {name:<8} {role:<9} password {pw}")
+    (runtime / "logins.json").write_text(json.dumps({"router": router_url, "admin_token": token, "users": {
+        n: {"role": r, "password": p} for n, (r, p) in logins.items()}}, indent=2))
 
 
 if __name__ == "__main__":

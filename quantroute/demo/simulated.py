@@ -299,6 +299,38 @@ def demo_stack(runtime: Path, *, dashboard: bool = True, dashboard_port: int | N
     `controller_interval_s`: the rollout controller's interval (None: no controller)."""
     if replicas < 1:
         raise ValueError(f"replicas: {replicas} is not a number of routers >= 1")
+    db_url, ports = _prepare_runtime(runtime, db_url)
+    token = secrets.token_urlsafe(16)
+    urls = [f"http://127.0.0.1:{free_port()}" for _ in range(replicas)]
+    stack = Stack(runtime, db_url, urls[0], None, token, create_users(db_url, passwords), router_urls=urls)
+    # one name per replica: logs/router.log alone, logs/router-1.log, router-2.log ... with replicas
+    names = ["router"] if replicas == 1 else [f"router-{i + 1}" for i in range(replicas)]
+    try:
+        p = stack.procs["sim"] = _spawn("sim", [sys.executable, "-m", "quantroute.cli.main", "sim", "--fleet",
+                                                str(runtime / "fleet.yaml"), "--time-scale", str(time_scale)],
+                                        runtime / "logs")
+        _wait_http(f"http://127.0.0.1:{next(iter(ports.values()))}/health", "simulated fleet", p)
+        _start_routers(stack, dict(zip(names, urls)))
+        if controller_interval_s is not None:
+            _start_controller(stack, controller_interval_s)
+        if traffic:
+            for name, url in zip(names, urls):
+                tname = name.replace("router", "traffic")
+                stack.procs[tname] = _spawn(tname, [sys.executable, "-m", "quantroute.demo", "--traffic-only", url,
+                                                    traffic_file, str(concurrency)], runtime / "logs")
+        if dashboard:
+            _start_dashboard(stack, dashboard_port or free_port())
+        write_private(runtime / "logins.json", json.dumps({
+            "dashboard": stack.dashboard_url, "router": stack.router_url, "routers": urls, "admin_token": token,
+            "users": {n: {"role": r, "password": pw} for n, (r, pw) in stack.logins.items()}}, indent=2))
+        yield stack
+    finally:
+        _stop(stack.procs)
+
+
+def _prepare_runtime(runtime: Path, db_url: str | None) -> tuple[str, dict[str, int]]:
+    """A fresh `runtime` folder: logs, a copy of the shipped policies, an initialised database and the fleet file
+    with free ports. Returns the database URL and the fleet's ports."""
     if runtime.exists():
         shutil.rmtree(runtime)
     (runtime / "logs").mkdir(parents=True)
@@ -310,57 +342,46 @@ def demo_stack(runtime: Path, *, dashboard: bool = True, dashboard_port: int | N
     init_db(eng)
     eng.dispose()
     first_policy = sorted((runtime / "policies").glob("policy-*.yaml"))[0]
-    ports = runtime_fleet(REPO / "data/fleet.yaml", first_policy, runtime / "fleet.yaml")
-    token, py = secrets.token_urlsafe(16), sys.executable
-    urls = [f"http://127.0.0.1:{free_port()}" for _ in range(replicas)]
-    stack = Stack(runtime, db_url, urls[0], None, token, create_users(db_url, passwords), router_urls=urls)
-    logs = runtime / "logs"
-    # one name per replica: logs/router.log alone, logs/router-1.log, router-2.log ... with replicas
-    names = ["router"] if replicas == 1 else [f"router-{i + 1}" for i in range(replicas)]
-    try:
-        p = stack.procs["sim"] = _spawn("sim", [py, "-m", "quantroute.cli.main", "sim", "--fleet",
-                                                str(runtime / "fleet.yaml"), "--time-scale", str(time_scale)], logs)
-        _wait_http(f"http://127.0.0.1:{next(iter(ports.values()))}/health", "simulated fleet", p)
-        for name, url in zip(names, urls):
-            stack.procs[name] = _spawn(name, [
-                py, "-m", "quantroute.cli.main", "router", "--policies", str(runtime / "policies"), "--fleet",
-                str(runtime / "fleet.yaml"), "--db", db_url, "--port", url.rsplit(":", 1)[1]], logs,
-                {"QUANTROUTE_ROUTER_ADMIN_TOKEN": token})  # not on the command line: `ps` shows argv to anyone
-        for name, url in zip(names, urls):
-            _wait_http(url + "/health", name, stack.procs[name])
-        if controller_interval_s is not None:
-            mport = free_port()
-            stack.metrics_url = f"http://127.0.0.1:{mport}/metrics"
-            stack.procs["controller"] = _spawn("controller", [
-                py, "-m", "quantroute.cli.main", "controller", "--policies", str(runtime / "policies"), "--db", db_url,
-                "--interval", str(controller_interval_s), *[a for u in urls for a in ("--router", u)],
-                "--metrics-port", str(mport)], logs,
-                {"QUANTROUTE_ROUTER_ADMIN_TOKEN": token})  # as for the routers: never in argv
-            _wait_http(stack.metrics_url, "controller", stack.procs["controller"])
-        if traffic:
-            for name, url in zip(names, urls):
-                tname = name.replace("router", "traffic")
-                stack.procs[tname] = _spawn(tname, [py, "-m", "quantroute.demo", "--traffic-only", url,
-                                                    traffic_file, str(concurrency)], logs)
-        if dashboard:
-            dport = dashboard_port or free_port()
-            env = {"QUANTROUTE_DASHBOARD_DB_URL": db_url,
-                   "QUANTROUTE_DASHBOARD_POLICIES_DIR": str(runtime / "policies"),
-                   "QUANTROUTE_DASHBOARD_ROUTER_URL": ",".join(urls),
-                   "QUANTROUTE_DASHBOARD_ADMIN_TOKEN": token,
-                   "QUANTROUTE_DASHBOARD_EVAL_RUNS_DIR": str(runtime / "evals")}
-            p = stack.procs["dashboard"] = _spawn("dashboard", [
-                py, "-m", "streamlit", "run", str(DASHBOARD_APP), "--server.headless", "true",
-                "--server.port", str(dport), "--server.address", "127.0.0.1",
-                "--browser.gatherUsageStats", "false"], logs, env)
-            stack.dashboard_url = f"http://127.0.0.1:{dport}"
-            _wait_http(stack.dashboard_url + "/_stcore/health", "dashboard", p)
-        write_private(runtime / "logins.json", json.dumps({
-            "dashboard": stack.dashboard_url, "router": stack.router_url, "routers": urls, "admin_token": token,
-            "users": {n: {"role": r, "password": pw} for n, (r, pw) in stack.logins.items()}}, indent=2))
-        yield stack
-    finally:
-        _stop(stack.procs)
+    return db_url, runtime_fleet(REPO / "data/fleet.yaml", first_policy, runtime / "fleet.yaml")
+
+
+def _start_routers(stack: Stack, routers: dict[str, str]) -> None:
+    """One router process per name -> URL, all started before any is waited for."""
+    runtime = stack.dir
+    for name, url in routers.items():
+        stack.procs[name] = _spawn(name, [
+            sys.executable, "-m", "quantroute.cli.main", "router", "--policies", str(runtime / "policies"),
+            "--fleet", str(runtime / "fleet.yaml"), "--db", stack.db_url, "--port", url.rsplit(":", 1)[1]],
+            runtime / "logs",
+            {"QUANTROUTE_ROUTER_ADMIN_TOKEN": stack.admin_token})  # not on the command line: `ps` shows argv to anyone
+    for name, url in routers.items():
+        _wait_http(url + "/health", name, stack.procs[name])
+
+
+def _start_controller(stack: Stack, interval_s: float) -> None:
+    mport = free_port()
+    stack.metrics_url = f"http://127.0.0.1:{mport}/metrics"
+    stack.procs["controller"] = _spawn("controller", [
+        sys.executable, "-m", "quantroute.cli.main", "controller", "--policies", str(stack.dir / "policies"),
+        "--db", stack.db_url, "--interval", str(interval_s), *[a for u in stack.router_urls for a in ("--router", u)],
+        "--metrics-port", str(mport)], stack.dir / "logs",
+        {"QUANTROUTE_ROUTER_ADMIN_TOKEN": stack.admin_token})  # as for the routers: never in argv
+    _wait_http(stack.metrics_url, "controller", stack.procs["controller"])
+
+
+def _start_dashboard(stack: Stack, port: int) -> None:
+    runtime = stack.dir
+    env = {"QUANTROUTE_DASHBOARD_DB_URL": stack.db_url,
+           "QUANTROUTE_DASHBOARD_POLICIES_DIR": str(runtime / "policies"),
+           "QUANTROUTE_DASHBOARD_ROUTER_URL": ",".join(stack.router_urls),
+           "QUANTROUTE_DASHBOARD_ADMIN_TOKEN": stack.admin_token,
+           "QUANTROUTE_DASHBOARD_EVAL_RUNS_DIR": str(runtime / "evals")}
+    p = stack.procs["dashboard"] = _spawn("dashboard", [
+        sys.executable, "-m", "streamlit", "run", str(DASHBOARD_APP), "--server.headless", "true",
+        "--server.port", str(port), "--server.address", "127.0.0.1",
+        "--browser.gatherUsageStats", "false"], runtime / "logs", env)
+    stack.dashboard_url = f"http://127.0.0.1:{port}"
+    _wait_http(stack.dashboard_url + "/_stcore/health", "dashboard", p)
 
 
 def _traffic_main(router_url: str, path: str, concurrency: int) -> None:
