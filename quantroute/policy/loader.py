@@ -70,6 +70,12 @@ def _pydantic_issues(err: ValidationError) -> list[Issue]:
 
 def semantic_issues(p: Policy) -> list[Issue]:
     """Cross-field rules pydantic cannot see field by field."""
+    where = _deployment_places(p)
+    return [*_tier_issues(p), *_deployment_issues(p, where), *_rule_issues(p), *_threshold_issues(p),
+            *_canary_issues(p, where), *_shadow_issues(p)]
+
+
+def _tier_issues(p: Policy) -> list[Issue]:
     issues: list[Issue] = []
     ladder = [t.name for t in p.tiers]
     seen: dict[str, int] = {}
@@ -82,16 +88,28 @@ def semantic_issues(p: Policy) -> list[Issue]:
     if ranks != sorted(ranks):
         want = [t.value for t in TIER_ORDER if t in ladder]
         issues.append(Issue("tiers", f"tiers must be listed in fidelity order: {', '.join(want)}"))
+    return issues
 
+
+def _deployment_places(p: Policy) -> dict[str, str]:
+    """Each deployment's first place in the tiers (`tiers[i].deployments.<model>[j]`)."""
     where: dict[str, str] = {}
     for i, t in enumerate(p.tiers):
         for model, deps in t.deployments.items():
             for j, dep in enumerate(deps):
+                where.setdefault(dep, f"tiers[{i}].deployments.{model}[{j}]")
+    return where
+
+
+def _deployment_issues(p: Policy, where: dict[str, str]) -> list[Issue]:
+    issues: list[Issue] = []
+    for i, t in enumerate(p.tiers):
+        for model, deps in t.deployments.items():
+            for j, dep in enumerate(deps):
                 path = f"tiers[{i}].deployments.{model}[{j}]"
-                if dep in where:
+                if where[dep] != path:
                     issues.append(Issue(path, f"deployment {dep!r} is already listed at {where[dep]}; "
                                               "a deployment serves exactly one tier"))
-                where.setdefault(dep, path)
     for dep, meta in p.deployments.items():
         if dep not in where:
             issues.append(Issue(f"deployments.{dep}",
@@ -99,13 +117,23 @@ def semantic_issues(p: Policy) -> list[Issue]:
         elif p.deployment_model(dep) != meta.model:
             issues.append(Issue(f"deployments.{dep}.model",
                                 f"{meta.model!r} but the tiers list it under model {p.deployment_model(dep)!r}"))
+    return issues
 
+
+def _rule_issues(p: Policy) -> list[Issue]:
+    issues: list[Issue] = []
     names: dict[str, int] = {}
     for i, r in enumerate(p.rules):
         if r.name in names:
             issues.append(Issue(f"rules[{i}].name", f"duplicate rule name {r.name!r} (also rules[{names[r.name]}])"))
         names.setdefault(r.name, i)
+    return issues
 
+
+def _threshold_issues(p: Policy) -> list[Issue]:
+    """Thresholds (and the escalation ceiling) name listed tiers, and a higher score never maps to a cheaper one."""
+    issues: list[Issue] = []
+    ladder = [t.name for t in p.tiers]
     for i, th in enumerate(p.thresholds):
         if th.tier not in ladder:
             issues.append(Issue(f"thresholds[{i}].tier",
@@ -121,7 +149,11 @@ def semantic_issues(p: Policy) -> list[Issue]:
                                 "or higher-fidelity tier"))
     if p.escalation.max_tier not in ladder:
         issues.append(Issue("escalation.max_tier", f"tier {p.escalation.max_tier.value!r} is not in tiers"))
+    return issues
 
+
+def _canary_issues(p: Policy, where: dict[str, str]) -> list[Issue]:
+    issues: list[Issue] = []
     models = p.models()
     seen_canary: set[str] = set()
     for i, c in enumerate(p.canaries):
@@ -143,16 +175,23 @@ def semantic_issues(p: Policy) -> list[Issue]:
             issues.append(Issue(f"{path}.candidate", "the candidate must be a new deployment id, not the baseline's"))
         if c.percent not in (0, *c.steps):
             issues.append(Issue(f"{path}.percent", f"{c.percent} is not 0 or one of the steps {c.steps}"))
-    if p.shadow is not None:
-        valid = ", ".join(t.value for t in ladder)
-        for i, pair in enumerate(p.shadow.pairs):
-            for j, tier in enumerate(pair.served):
-                if tier not in ladder:
-                    issues.append(Issue(f"shadow.pairs[{i}].served[{j}]", f"tier {tier.value!r} is not in tiers; "
-                                                                         f"valid: {valid}"))
-            if pair.shadow is not None and pair.shadow not in ladder:
-                issues.append(Issue(f"shadow.pairs[{i}].shadow", f"tier {pair.shadow.value!r} is not in tiers; "
-                                                                 f"valid: {valid}"))
+    return issues
+
+
+def _shadow_issues(p: Policy) -> list[Issue]:
+    issues: list[Issue] = []
+    if p.shadow is None:
+        return issues
+    ladder = [t.name for t in p.tiers]
+    valid = ", ".join(t.value for t in ladder)
+    for i, pair in enumerate(p.shadow.pairs):
+        for j, tier in enumerate(pair.served):
+            if tier not in ladder:
+                issues.append(Issue(f"shadow.pairs[{i}].served[{j}]", f"tier {tier.value!r} is not in tiers; "
+                                                                     f"valid: {valid}"))
+        if pair.shadow is not None and pair.shadow not in ladder:
+            issues.append(Issue(f"shadow.pairs[{i}].shadow", f"tier {pair.shadow.value!r} is not in tiers; "
+                                                             f"valid: {valid}"))
     return issues
 
 
