@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -137,3 +138,28 @@ def rollout_action(*, service: Any, actor: str, action: str, model: str, **kwarg
         if action == "check_gate":
             return fn(model, by=actor)
         return fn(model, by=actor, **kwargs)
+
+
+# ---- tenants and client keys (the service checks the role and audits each change under the actor) ---------
+
+def create_key(*, engine: Engine, actor: str, tenant: str, label: str = "", tier_floor: str | None = None,
+               rpm: int | None = None, tpm: int | None = None, expires_at: datetime | None = None):
+    from quantroute.tenants import create_key as create
+
+    with refusals_audited(engine, actor=actor, action="key.create", subject=tenant):
+        return create(engine, actor=actor, tenant=tenant, label=label, tier_floor=tier_floor, rpm=rpm, tpm=tpm,
+                      expires_at=expires_at)
+
+
+def revoke_key(*, engine: Engine, actor: str, prefix: str):
+    from quantroute.tenants import revoke_key as revoke
+
+    with refusals_audited(engine, actor=actor, action="key.revoke", subject=prefix):
+        return revoke(engine, actor=actor, prefix=prefix)
+
+
+def set_tenant(*, engine: Engine, actor: str, name: str, **changes: Any):
+    from quantroute.tenants import set_tenant as change
+
+    with refusals_audited(engine, actor=actor, action="tenant.set", subject=name):
+        return change(engine, actor=actor, name=name, **changes)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import login
-from dashboard.pages import audit, capacity, evals, fleet, policy, rollouts, sessions
+from dashboard.pages import audit, capacity, evals, fleet, policy, rollouts, sessions, tenants
 
 st.set_page_config(page_title="quantroute", layout="wide")
 # No "Deploy" button or developer menu for operators, reviewers and analysts, however the app is started
@@ -27,6 +27,7 @@ pages = [
     st.Page(evals.render, title="Evals", url_path="evals"),
     st.Page(rollouts.render, title="Rollouts", url_path="rollouts"),
     st.Page(capacity.render, title="Capacity", url_path="capacity"),
+    st.Page(tenants.render, title="Tenants", url_path="tenants"),
     st.Page(audit.render, title="Audit", url_path="audit"),
 ]
 nav = st.navigation(pages)

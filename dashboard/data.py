@@ -54,6 +54,16 @@ def router() -> RouterAdmin | None:
 # ---- cached queries (keyed by the DB URL so two dashboards in one process never share results) -----------
 # Each shows a spinner with what it reads while it runs: a slow query must not look like an empty page.
 
+@st.cache_data(ttl=TTL_S, show_spinner="Reading usage per tenant…")
+def tenant_usage(db_url: str | None, window_s: int, bucket_s: int) -> pd.DataFrame:
+    return queries.tenant_usage(_engine(db_url), window_s=window_s, bucket_s=bucket_s)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner="Reading tenants and keys…")
+def tenants_and_keys(db_url: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return queries.tenants_and_keys(_engine(db_url))
+
+
 @st.cache_data(ttl=TTL_S, show_spinner="Reading per-tier traffic…")
 def tier_timeseries(db_url: str | None, window_s: int, bucket_s: int) -> pd.DataFrame:
     return queries.tier_timeseries(_engine(db_url), window_s=window_s, bucket_s=bucket_s)

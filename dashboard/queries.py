@@ -284,3 +284,34 @@ def shadow_load(engine: Engine, *, window_s: float = 900, bucket_s: int = 15, no
     df["time"] = pd.to_datetime(df["bucket"], unit="s", utc=True)
     df["rps"] = df["shadows"] / bucket_s
     return df[["time", "tier", "rps", "shadows", "compared"]]
+
+
+def tenant_usage(engine: Engine, *, window_s: float = 86400, bucket_s: int = 3600,
+                 now: datetime | None = None) -> pd.DataFrame:
+    """Per time bucket, tenant and tier: requests and tokens, from the per-minute tenant rollup (whole minutes:
+    `bucket_s` a multiple of 60). Requests without a client key are tenant ''."""
+    if bucket_s % 60:
+        raise ValueError(f"bucket_s: {bucket_s} cannot come from the per-minute rollup (valid: multiples of 60)")
+    minute0 = int(_since(window_s, now).timestamp()) // 60 * 60
+    df = _frame(engine, f"""
+        SELECT (minute / {int(bucket_s)}) * {int(bucket_s)} AS bucket, tenant, tier,
+               SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens,
+               SUM(completion_tokens) AS completion_tokens
+        FROM tenant_usage_minute WHERE minute >= :minute0
+        GROUP BY (minute / {int(bucket_s)}) * {int(bucket_s)}, tenant, tier ORDER BY bucket""", minute0=minute0)
+    if df.empty:
+        return df.assign(time=pd.Series(dtype="datetime64[ns, UTC]"), tokens=[])
+    df = _ints(df, "bucket", "requests", "prompt_tokens", "completion_tokens")
+    df["time"] = pd.to_datetime(df["bucket"], unit="s", utc=True)
+    df["tokens"] = df["prompt_tokens"] + df["completion_tokens"]
+    return df
+
+
+def tenants_and_keys(engine: Engine) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Tenants (floor, priority, limits) and client keys (prefix, tenant, label, floor, limits, expiry, who
+    created and revoked them): never a key itself, only its prefix."""
+    tenants = _frame(engine, "SELECT name, tier_floor, priority, rpm, tpm, created_at FROM tenant ORDER BY name")
+    keys = _frame(engine, """
+        SELECT prefix, tenant, label, tier_floor, rpm, tpm, expires_at, created_at, created_by, revoked_at,
+               revoked_by FROM client_key ORDER BY id""")
+    return tenants, keys

@@ -23,3 +23,8 @@ class DashboardSettings(BaseSettings):
     eval_suite: Path = DATA_DIR / "evals" / "smoke.jsonl"  # packaged, so an installed dashboard finds it
     eval_runs_dir: Path = Path("data/evals/runs")
     cache_ttl_s: float = Field(default=5.0, gt=0, description="How long query results are reused")
+    tier_prices: dict[str, float] = Field(
+        default={"fp16": 1.0, "fp8": 0.6, "int8": 0.55, "int4": 0.35}, description=(
+            "Relative price of a token at each tier (fp16 = 1): the Tenants page prices each tenant's usage "
+            "as served and as it would have cost all on FP16. JSON, e.g. "
+            "'{\"fp16\": 1, \"fp8\": 0.6, \"int8\": 0.55, \"int4\": 0.35}'"))

@@ -29,7 +29,7 @@ def test_login_then_navigation(stack):
     assert at.title[0].value == "Fleet"
 
 
-@pytest.mark.parametrize("module", ["fleet", "policy", "sessions", "evals", "rollouts", "capacity", "audit"])
+@pytest.mark.parametrize("module", ["fleet", "policy", "sessions", "evals", "rollouts", "capacity", "tenants", "audit"])
 def test_every_page_renders_for_every_role(stack, module):
     for name, role in (("olivia", "operator"), ("rahul", "reviewer"), ("ana", "analyst")):
         at = page(module, name, role)
