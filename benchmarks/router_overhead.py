@@ -5,8 +5,16 @@ request log, metrics. Every router configuration is measured in three session mo
 
 - `none`:  no x-session-id (no pin at all);
 - `fixed`: one x-session-id for the whole run (after the first request every pin is a cache hit);
-- `new`:   a fresh x-session-id on every request (every request is a first turn and creates a pin), as most real
-           traffic is.
+- `new`:   a fresh x-session-id on every request (every request is a first turn and creates a pin);
+- `returning`: the sessions of a first run come back after the router's touch interval, each turn due to refresh
+           its pin (benchmarks/support/sessions.py);
+- `chat`:  sessions of 2-8 turns with gaps of 2-120 s, many in flight, in their steady state (a fifth first turns).
+
+The returning and chat modes run on a shortened clock: the routers' touch interval is `--touch-interval` (5 s)
+instead of 30, and chat gaps shrink by the same factor, so a short run sees the refreshes production sees.
+`--steady new|chat` instead runs one router per database for `--steady-seconds` (600) at c=32, at the default
+touch interval and real chat gaps, and prints every `--slice-seconds` (10) slice: req/s, latency, errors, the
+router's RSS and the SQLite WAL's size, then the slowest slice against the run's median.
 
 on each database given with `--db` (`sqlite` = a fresh file; a PostgreSQL URL = a fresh schema there, dropped
 afterwards) and with each `--workers` count. Per mode: p50/p99 at concurrency 1, req/s at concurrency 32, time
@@ -46,13 +54,16 @@ from support.cpus import descendants
 from support.hop import describe, hop_figures
 from support.peers import stop
 from support.router_counters import SLOW_WAIT_S, gc_figures, pin_figures, router_counters, slow_waits
-from support.wrk import SESSION_MODES, lua_script, run_wrk
+from support.sessions import TOUCH_INTERVAL_S, ChatTrace, ReturningTrace, trace_script
+from support.wrk import LUA_DONE, LUA_HEAD, SESSION_MODES, lua_script, run_wrk
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 PY = sys.executable
 # Router logs of runs that had errors or timeouts, kept after the run's scratch folder is removed
 KEPT_LOGS = Path(tempfile.gettempdir()) / "qr-bench-logs"
+TRACE_MODES = ("returning", "chat")  # sessions that come back (benchmarks/support/sessions.py)
+MODES = (*SESSION_MODES, *TRACE_MODES)
 # The shipped policy scores this request (creative, temperature 0.8) to int4; fp16 is there for escalation.
 BACKENDS = (("llama3-8b-awq-w4a16", "int4", "int4"), ("llama3-8b-fp16", "fp16", "bf16"))
 
@@ -73,13 +84,15 @@ def wait_port(port: int, timeout: float = 180, proc: subprocess.Popen | None = N
     raise RuntimeError(f"nothing listening on {port}")
 
 
-def ttfb_ms(port: int, path: str, body: bytes, mode: str, n: int = 200) -> float:
-    """Median time from sending a streaming request to the first response byte (fresh connection each)."""
+def ttfb_ms(port: int, path: str, body: bytes, mode: str, n: int = 200, ids: list[str] | None = None) -> float:
+    """Median time from sending a streaming request to the first response byte (fresh connection each). `ids`:
+    the session ids to send, one a request (the returning and chat modes' traces)."""
     tag = uuid.uuid4().hex[:10]
     samples = []
     for i in range(n):
         session = {"none": "", "fixed": f"x-session-id: ttfb-{tag}\r\n", "new": f"x-session-id: ttfb-{tag}-{i}\r\n"}
-        req = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{session[mode]}"
+        header = f"x-session-id: {ids[i % len(ids)]}\r\n" if ids else session[mode]
+        req = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{header}"
                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -128,21 +141,62 @@ class Bench:
         self.stream_body = json.dumps({**BODY, "stream": True}).encode()
         self.profile_dir: Path | None = args.profile
         self.profiled: subprocess.Popen | None = None  # the router process py-spy attaches to
+        self.touch_interval: float = args.touch_interval  # the routers' pin_touch_interval_s
+
+    def prepare(self, mode: str, port: int, rate: float, *, scale: float | None = None):
+        """The trace of a returning or chat run (None for the other modes), its sessions started on the router at
+        `port` and left until every one is due for a refresh. `rate`: what the router serves without sessions.
+        `scale`: the chat gaps' factor (the touch interval's against the router's default, unless given)."""
+        if mode not in TRACE_MODES:
+            return None
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        rate = max(rate, 1000.0)
+        tag = f"{mode}-{uuid.uuid4().hex[:8]}"
+        if mode == "returning":  # enough sessions for the warm-up and both runs to meet each once
+            seconds = 2 * self.seconds + 3
+            trace: ReturningTrace | ChatTrace = ReturningTrace(tag, int(rate * seconds * 1.2))
+            seed = run_wrk(url, self.script(mode, trace, len(trace.ids)), 32, seconds)
+            trace.seeded(seed["requests"])
+        else:
+            trace = ChatTrace(rate, scale=self.touch_interval / TOUCH_INTERVAL_S if scale is None else scale,
+                              tag=tag)
+            ids = trace.seed()
+            seconds = int(len(ids) / (0.6 * rate)) + 1
+            run_wrk(url, trace_script(self.tmp, LUA_HEAD % self.body.decode(), LUA_DONE, ids, f"{tag}-seed"), 32,
+                    seconds)
+        time.sleep(self.touch_interval + 0.5)
+        return trace
+
+    def script(self, mode: str, trace=None, n: int = 0) -> Path:
+        """The wrk script of one run: `mode`'s, or the next `n` session ids of `trace` (returning, chat)."""
+        if trace is None:
+            return lua_script(self.tmp, self.body, mode)
+        return trace_script(self.tmp, LUA_HEAD % self.body.decode(), LUA_DONE, trace.take(n),
+                            f"{mode}-{uuid.uuid4().hex[:8]}")
+
+    def run(self, url: str, mode: str, conns: int, seconds: float, trace=None, rate: float = 0.0) -> dict:
+        """One wrk run; with a trace, as many of its ids as the run can use are handed out and those sent kept."""
+        result = run_wrk(url, self.script(mode, trace, int(max(rate, 1000) * seconds * 1.5) + 64), conns, seconds)
+        if trace is not None:
+            trace.consumed(result["requests"])
+        return result
 
     def measure(self, label: str, port: int, path: str = "/v1/chat/completions", mode: str = "none",
-                pid: int | None = None, db_pid: int | None = None, **tags) -> dict:
+                pid: int | None = None, db_pid: int | None = None, trace=None, rate: float = 0.0, **tags) -> dict:
         """`pid`: the target's process, whose CPU time (with its workers') per request at c=32 is reported: a
         figure that moves much less with the machine's load than req/s does. `db_pid`: the database server's,
-        likewise (PostgreSQL on this host: its backends share the two cores with the router)."""
+        likewise (PostgreSQL on this host: its backends share the two cores with the router). `trace`: the
+        session ids of the returning and chat modes, handed out at about `rate` requests a second."""
         url = f"http://127.0.0.1:{port}{path}"
-        run_wrk(url, lua_script(self.tmp, self.body, mode), 8, 1)  # warm-up: connections, caches, pins
+        self.run(url, mode, 8, 1, trace, rate)  # warm-up: connections, caches, pins
         # slow pin waits are counted over both runs, as errors and timeouts are; the other figures at c=32 only
         start = router_counters(port) if tags.get("workers") else None
-        c1 = run_wrk(url, lua_script(self.tmp, self.body, mode), 1, self.seconds)
+        c1 = self.run(url, mode, 1, self.seconds, trace, rate)
         spy = self._profile(f"{label}-{mode}".replace(" ", "_"))
         cpu0, db0 = cpu_seconds(pid), cpu_seconds(db_pid)
         counters0 = router_counters(port) if start is not None else None
-        c32 = run_wrk(url, lua_script(self.tmp, self.body, mode), 32, self.seconds)
+        kinds0 = (trace.first, trace.returning) if isinstance(trace, ChatTrace) else None
+        c32 = self.run(url, mode, 32, self.seconds, trace, rate)
         cpu = cpu_seconds(pid) - cpu0 if pid is not None else None
         db_cpu = cpu_seconds(db_pid) - db0 if db_pid is not None else None
         figures: dict = {}
@@ -152,6 +206,11 @@ class Bench:
                        **gc_figures(counters0, counters, c32["requests"])}
             if "pins_per_batch" in figures:
                 figures["slow_waits"] = slow_waits(start, counters)
+            if trace is not None:  # turns that refreshed their pin (written in batches), of the run's requests
+                figures["touch_share"] = (counters["touched"] - counters0["touched"]) / max(c32["requests"], 1)
+        if kinds0 is not None:
+            first, returning = trace.first - kinds0[0], trace.returning - kinds0[1]
+            figures["first_share"] = first / max(first + returning, 1)
         if spy is not None:
             spy.wait(60)
         return {"label": label, "mode": mode, **tags, "p50_ms": c1["p50_ms"], "p99_ms": c1["p99_ms"],
@@ -159,8 +218,16 @@ class Bench:
                 "db_cpu_us": db_cpu / c32["requests"] * 1e6 if db_cpu is not None else None,
                 "errors": c1["errors"] + c32["errors"],
                 "timeouts": c1["timeouts"] + c32["timeouts"],
-                "ttfb_ms": ttfb_ms(port, path, self.stream_body, mode),
+                "ttfb_ms": ttfb_ms(port, path, self.stream_body, mode, ids=self._ttfb_ids(trace)),
                 **figures}
+
+    @staticmethod
+    def _ttfb_ids(trace) -> list[str] | None:
+        if trace is None:
+            return None
+        ids = trace.take(200)
+        trace.consumed(200)
+        return ids
 
     def _profile(self, name: str) -> subprocess.Popen | None:
         if self.profile_dir is None or self.profiled is None:
@@ -220,7 +287,8 @@ def run_router(bench: Bench, bports: list[int], db: Database, workers: int, mode
     label = router_label(db, workers, async_pins)
     log = bench.tmp / f"router-{label.replace(' ', '-')}-{time.strftime('%H%M%S')}.log"
     rport, proc = launch_router(db, workers, policies, bports, log,
-                                env={"QUANTROUTE_ROUTER_PIN_SYNCHRONOUS_COMMIT": "false" if async_pins else "true"})
+                                env={"QUANTROUTE_ROUTER_PIN_SYNCHRONOUS_COMMIT": "false" if async_pins else "true",
+                                     "QUANTROUTE_ROUTER_PIN_TOUCH_INTERVAL_S": str(bench.touch_interval)})
     rows: list[dict] = []
     # "raised" until every mode is measured and counted (the router died, wrk or the database failed): the log
     # that matters most, and no report will name it
@@ -229,8 +297,12 @@ def run_router(bench: Bench, bports: list[int], db: Database, workers: int, mode
         time.sleep(1.0)
         bench.profiled = proc
         db_pid = db.server_pid()
-        rows = [bench.measure(label, rport, mode=m, pid=proc.pid, db_pid=db_pid, db=db.kind, workers=workers)
-                for m in modes]
+        for m in modes:
+            # the modes whose sessions come back start them first, at the rate the router served without sessions
+            rate = rows[0]["rps32"] if rows else 0.0
+            trace = bench.prepare(m, rport, rate)
+            rows.append(bench.measure(label, rport, mode=m, pid=proc.pid, db_pid=db_pid, trace=trace, rate=rate,
+                                      db=db.kind, workers=workers))
         logged, pins = db.counts()
         for r in rows:
             r["logged"], r["pins"] = logged, pins
@@ -266,8 +338,16 @@ def main() -> None:
     ap.add_argument("--db", action="append", default=None,
                     help="'sqlite' or a PostgreSQL URL; repeat for both [sqlite]")
     ap.add_argument("--workers", action="append", type=int, default=None, help="router processes; repeat [1, 2]")
-    ap.add_argument("--sessions", action="append", choices=SESSION_MODES, default=None,
-                    help="session modes; repeat [none, fixed, new]")
+    ap.add_argument("--sessions", action="append", choices=MODES, default=None,
+                    help=f"session modes; repeat [{', '.join(MODES)}]")
+    ap.add_argument("--touch-interval", type=float, default=5.0,
+                    help="the routers' pin touch interval in seconds; chat gaps shrink by its ratio to the default "
+                         f"{TOUCH_INTERVAL_S:g} s [5]")
+    ap.add_argument("--steady", choices=("new", "chat"), default=None,
+                    help="instead of the table: one router per --db (the first --workers count) for --steady-seconds "
+                         "of this mode at c=32, at the default touch interval and real chat gaps, reported per slice")
+    ap.add_argument("--steady-seconds", type=int, default=600, help="length of a --steady run [600]")
+    ap.add_argument("--slice-seconds", type=int, default=10, help="a --steady run's slices [10]")
     ap.add_argument("--peers", action="store_true", help="also run LiteLLM and vllm-router (installs into .peers/)")
     ap.add_argument("--profile", type=Path, default=None, help="py-spy raw profiles of each c=32 run into this dir")
     ap.add_argument("--pin-async-commit", action="store_true",
@@ -277,8 +357,16 @@ def main() -> None:
     args = ap.parse_args()
     if args.think_ms < 0:
         ap.error(f"--think-ms must be 0 or more milliseconds, got {args.think_ms:g}")
+    if args.touch_interval <= 0:
+        ap.error(f"--touch-interval must be more than 0 seconds, got {args.touch_interval:g}")
+    if args.steady_seconds < args.slice_seconds or args.slice_seconds < 1:
+        ap.error(f"--slice-seconds must be at least 1 and at most --steady-seconds ({args.steady_seconds}), "
+                 f"got {args.slice_seconds}")
     dbs, workers = args.db or ["sqlite"], args.workers or [1, 2]
-    modes = args.sessions or list(SESSION_MODES)
+    if args.steady:
+        run_steady(args, dbs, workers[0])
+        return
+    modes = args.sessions or list(MODES)
     if "none" not in modes:
         modes.insert(0, "none")  # the same-configuration baseline every ratio needs
     hop = hop_figures()  # before anything else runs: what a hop costs this host, for reading the c=1 figures
@@ -325,6 +413,91 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its descendants (a router's workers), in MB."""
+    total = 0
+    for p in descendants(pid):
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    return total / 1024
+
+
+def run_steady(args, dbs: list[str], workers: int) -> None:
+    """`--steady MODE`: per database, one router at the default touch interval (chat: real gaps, 2-120 s) under
+    c=32 for `--steady-seconds`, one wrk run per slice, each slice printed as it ends; then the slowest slice
+    against the run's median, the router's RSS after the first slice and at the end, the WAL's largest size."""
+    tmp = Path(tempfile.mkdtemp(prefix="qr-steady-"))
+    args.touch_interval = float(os.environ.get("QUANTROUTE_ROUTER_PIN_TOUCH_INTERVAL_S", TOUCH_INTERVAL_S))
+    bench = Bench(args, tmp)
+    shutil.copytree(REPO / "policies", tmp / "policies", ignore=shutil.ignore_patterns("active"))
+    backends: list[subprocess.Popen] = []
+    try:
+        bports = [free_port() for _ in BACKENDS]
+        backends = [start([PY, str(HERE / "support" / "fast_backend.py"), str(p), dep, str(args.think_ms)])
+                    for p, (dep, _, _) in zip(bports, BACKENDS)]
+        for p in bports:
+            wait_port(p)
+        for spec in dbs:
+            with Database(spec, tmp) as db:
+                steady_run(args, bench, bports, db, workers, tmp / "policies")
+    finally:
+        for p in backends:
+            stop(p)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def steady_run(args, bench: Bench, bports: list[int], db: Database, workers: int, policies: Path) -> None:
+    label = router_label(db, workers, False)
+    log = bench.tmp / f"steady-{db.kind}.log"
+    rport, proc = launch_router(db, workers, policies, bports, log,
+                                env={"QUANTROUTE_ROUTER_PIN_TOUCH_INTERVAL_S": str(bench.touch_interval)})
+    url = f"http://127.0.0.1:{rport}/v1/chat/completions"
+    wal = Path(db.url.removeprefix("sqlite:///") + "-wal") if db.kind == "sqlite" else None
+    try:
+        run_wrk(url, bench.script("none"), 8, 2)  # warm-up
+        rate = run_wrk(url, bench.script("none"), 32, 5)["rps"]
+        trace = bench.prepare(args.steady, rport, rate, scale=1.0)
+        print(f"\n== steady {args.steady}: {label}, {args.steady_seconds} s at c=32 in {args.slice_seconds}-s slices; "
+              f"no sessions ran at {rate:.0f} req/s just before; touch interval {bench.touch_interval:g} s", flush=True)
+        print(f"{'t s':>6}{'req/s':>9}{'p50 ms':>8}{'p99 ms':>8}{'errors':>7}{'t/o':>5}{'RSS MB':>8}{'WAL MB':>8}"
+              f"{'refreshed':>10}", flush=True)
+        slices: list[dict] = []
+        counters = router_counters(rport)
+        started = time.monotonic()
+        while time.monotonic() - started < args.steady_seconds - 0.5:
+            r = bench.run(url, args.steady, 32, args.slice_seconds, trace, rate)
+            now = router_counters(rport)
+            r["touched"] = (now["touched"] - counters["touched"]) / max(r["requests"], 1)
+            counters = now
+            r["t"], r["rss"] = time.monotonic() - started, rss_mb(proc.pid)
+            r["wal"] = wal.stat().st_size / 2**20 if wal is not None and wal.exists() else None
+            slices.append(r)
+            wal_mb = "-" if r["wal"] is None else f"{r['wal']:.1f}"
+            print(f"{r['t']:>6.0f}{r['rps']:>9.0f}{r['p50_ms']:>8.3f}{r['p99_ms']:>8.3f}{r['errors']:>7}"
+                  f"{r['timeouts']:>5}{r['rss']:>8.1f}{wal_mb:>8}{r['touched'] * 100:>9.0f}%", flush=True)
+        steady_summary(slices, db.counts())
+    finally:
+        stop(proc)
+
+
+def steady_summary(slices: list[dict], counts: tuple[int, int]) -> None:
+    rates = [r["rps"] for r in slices]
+    median = statistics.median(rates)
+    low = min(slices, key=lambda r: r["rps"])
+    below = [f"{r['t']:.0f}" for r in slices if r["rps"] < 0.8 * median]
+    wals = [r["wal"] for r in slices if r["wal"] is not None]
+    print(f"median {median:.0f} req/s; slowest slice {low['rps']:.0f} at t={low['t']:.0f} s = "
+          f"{low['rps'] / median:.2f}x the median; slices below 0.8x: {', '.join(below) or 'none'}")
+    print(f"router RSS {slices[0]['rss']:.1f} MB after the first slice, {slices[-1]['rss']:.1f} MB at the end "
+          f"({(slices[-1]['rss'] / slices[0]['rss'] - 1) * 100:+.1f} %); "
+          + (f"WAL largest {max(wals):.1f} MB, at the end {wals[-1]:.1f} MB; " if wals else "")
+          + f"errors {sum(r['errors'] for r in slices)}, timeouts {sum(r['timeouts'] for r in slices)}; "
+          f"request_log rows {counts[0]}, session_pin rows {counts[1]}")
+
+
 def _spread(values: list[float], fmt: str) -> str:
     return f"{fmt.format(min(values))}-{fmt.format(max(values))}" if len(values) > 1 else "-"
 
@@ -345,7 +518,7 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
         print(f"hops: {describe(hop)} (before the run; each hop the router adds is paid at c=1)")
     print(f"backend: waits {think_ms:g} ms before each completion's first byte" if think_ms else
           "backend: answers at once (~0.1 ms); --think-ms N stands in for a model's time")
-    print(f"{'target':<30}{'sessions':<9}{'p50 ms':>8}{'+p50':>7}{'p99 ms':>8}{'req/s@32':>10}{'spread':>13}"
+    print(f"{'target':<30}{'sessions':<10}{'p50 ms':>8}{'+p50':>7}{'p99 ms':>8}{'req/s@32':>10}{'spread':>13}"
           f"{'x none':>7}{'x direct':>9}{'CPU us':>8}{'DB us':>7}{'+TTFB':>7}{'errors':>7}{'t/o':>5}{'pins':>8}")
     for (label, mode), rows in groups.items():
         if "unavailable" in rows[0]:
@@ -366,7 +539,7 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
         cpu = f"{statistics.median(cpus):.0f}" if cpus else "-"
         db_cpus = [r["db_cpu_us"] for r in rows if r.get("db_cpu_us") is not None]
         db_cpu = f"{statistics.median(db_cpus):.0f}" if db_cpus else "-"
-        print(f"{label:<30}{mode:<9}{med('p50_ms'):>8.3f}{add_p50:>7.3f}{med('p99_ms'):>8.3f}{med('rps32'):>10.0f}"
+        print(f"{label:<30}{mode:<10}{med('p50_ms'):>8.3f}{add_p50:>7.3f}{med('p99_ms'):>8.3f}{med('rps32'):>10.0f}"
               f"{_spread([r['rps32'] for r in rows], '{:.0f}'):>13}{x_none:>7.2f}{x_direct:>9.2f}{cpu:>8}{db_cpu:>7}"
               f"{add_ttfb:>7.3f}"
               f"{sum(r['errors'] for r in rows):>7}{sum(r['timeouts'] for r in rows):>5}{pins:>8}")
@@ -384,6 +557,15 @@ def report(results: list[dict], *, rounds: int, peers: bool = False, think_ms: f
                   f"{statistics.median(r['waited_share'] for r in rs) * 100:>5.0f} % waited "
                   f"{statistics.median(r['wait_ms'] for r in rs):>7.3f} ms "
                   f"{sum(r.get('slow_waits', 0) for r in rs):>5.0f} over {SLOW_WAIT_S:g} s")
+    trace_rows = [(label, mode, [r for r in rows if "touch_share" in r]) for (label, mode), rows in groups.items()
+                  if mode in TRACE_MODES and any("touch_share" in r for r in rows)]
+    if trace_rows:
+        print("returning and chat at c=32: share of requests whose turn refreshed its pin (written in batches; "
+              "the rest were within the touch interval), and of chat turns that were first turns")
+        for label, mode, rs in trace_rows:
+            firsts = [r["first_share"] for r in rs if "first_share" in r]
+            print(f"{label:<30}{mode:<10}{statistics.median(r['touch_share'] for r in rs) * 100:>5.0f} % refreshed"
+                  + (f"{statistics.median(firsts) * 100:>6.0f} % first turns" if firsts else ""))
     gc_rows = [(label, mode, [r for r in rows if "gc0_per_k" in r]) for (label, mode), rows in groups.items()
                if any("gc0_per_k" in r for r in rows)]
     if gc_rows:

@@ -3,7 +3,8 @@
 (`quantroute_pin_commit_seconds`: the database's work and the event loop's delay in reading its answer),
 answers that waited for their pin and how long (`quantroute_pin_wait_seconds`; those that waited longer than its
 top finite bucket, a second: a pin that took that long explains a client's timeout), and the cyclic GC's collections
-per generation (`python_gc_collections_total`). With several workers one scrape carries every worker's series
+per generation (`python_gc_collections_total`), and returning turns' pin refreshes written
+(`quantroute_pin_touches_total`). With several workers one scrape carries every worker's series
 (label `worker`), summed here."""
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ SLOW_WAIT_S = PIN_SECONDS_BUCKETS[-1]  # the wait histogram's top finite bound: 
 
 def router_counters(port: int) -> dict[str, float]:
     """The counters as they stand (0 for any the router does not export); GC collections as gc0, gc1, gc2."""
-    found = dict.fromkeys([*SAMPLES.values(), "waited_in_time", *(f"gc{g}" for g in GENERATIONS)], 0.0)
+    found = dict.fromkeys([*SAMPLES.values(), "waited_in_time", "touched", *(f"gc{g}" for g in GENERATIONS)], 0.0)
     for family in text_string_to_metric_families(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text):
         for s in family.samples:
             if s.name in SAMPLES:
                 found[SAMPLES[s.name]] += s.value
             elif s.name == WAIT_BUCKET and float(s.labels["le"]) == SLOW_WAIT_S:
                 found["waited_in_time"] += s.value
+            elif s.name == "quantroute_pin_touches_total" and s.labels.get("outcome") == "written":
+                found["touched"] += s.value
             elif s.name == "python_gc_collections_total":
                 found[f"gc{s.labels['generation']}"] += s.value
             elif s.name == "quantroute_router_worker_up" and s.value != 1:

@@ -116,6 +116,17 @@ class PinClaims:
         n = len(_COLUMNS)
         self.numbered_one = {t: self._upsert(f"VALUES ({', '.join(f'${i}' for i in range(1, n + 1))})",
                                              f"${n + 1}", touch=t) if pg else "" for t in (False, True)}
+        # A refresh of live pins: their expiry moves, nothing else (`refresh_params`). The keys go as one parameter
+        # (SQLite: a JSON array read by json_each; PostgreSQL: an array), so one statement text serves any batch.
+        t = SessionPin.__tablename__
+        keys = (f"IN (SELECT value FROM json_each({self.mark}))" if dialect.name == "sqlite" else
+                f"= ANY({self.mark})")
+        self.refresh_sql = (f"UPDATE {t} SET last_used = {self.mark}, expires_at = {self.mark} WHERE session_key "
+                            f"{keys} RETURNING session_key, last_node, created_at")
+        self.numbered_refresh_sql = (f"UPDATE {t} SET last_used = $1, expires_at = $2 WHERE session_key = "
+                                     "ANY($3::text[]) RETURNING session_key, last_node, created_at") if pg else ""
+        self.sqlite = dialect.name == "sqlite"
+        self.created_result = self.result[_CREATED]
         # The purge of expired pins: (before, batch, before) in the driver's marks; asyncpg's numbers them
         self.purge_sql = self._purge(self.mark, self.mark, self.mark)
         self.numbered_purge_sql = self._purge("$1", "$2", "$1") if pg else ""
@@ -143,6 +154,17 @@ class PinClaims:
         t = SessionPin.__tablename__
         return (f"DELETE FROM {t} WHERE session_key IN (SELECT session_key FROM {t} WHERE expires_at < {before} "
                 f"LIMIT {batch}) AND expires_at < {before_again}")
+
+    def refresh_params(self, keys: list[str], used: datetime, expires: datetime) -> tuple:
+        """`refresh_sql`'s parameters: every key's pin last used `used`, expiring at `expires`."""
+        if self.bind_now:
+            return self.bind_now(used), self.bind_now(expires), orjson.dumps(keys).decode() if self.sqlite else keys
+        return used, expires, orjson.dumps(keys).decode() if self.sqlite else keys
+
+    def refreshed(self, rows) -> dict[str, tuple[str | None, datetime]]:
+        """`refresh_sql`'s rows: key -> (its last node, its creation time, aware)."""
+        f = self.created_result
+        return {r[0]: (r[1], aware(f(r[2]) if f else r[2])) for r in rows}
 
     def purge_params(self, before: datetime, batch: int) -> tuple:
         """`purge_sql`'s parameters."""
@@ -219,6 +241,10 @@ class PinClaims:
             return []
         sql, params, ours = self.statement(pins, now, touch=touch)
         return self.stored(conn.exec_driver_sql(sql, params).all(), ours)
+
+    def refresh(self, conn: Connection, keys: list[str], used: datetime, expires: datetime) \
+            -> dict[str, tuple[str | None, datetime]]:
+        return self.refreshed(conn.exec_driver_sql(self.refresh_sql, self.refresh_params(keys, used, expires)).all())
 
     def purge(self, conn: Connection, before: datetime, batch: int) -> int:
         return int(conn.exec_driver_sql(self.purge_sql, self.purge_params(before, batch)).rowcount or 0)

@@ -191,7 +191,7 @@ def test_a_full_touch_queue_refuses_a_touch_and_the_pin_stays_due(sqlite_url):
                 for p in pins:
                     await returning(store, p.session_key)
                 refused = [p for p in pins if p.touched == before[p.session_key]]
-                assert len(committer.touches) == 2 and committer.touch_counts["refused"] == len(refused) >= 2
+                assert len(committer.touches) == 2 and committer.touch_counts["refused"] == len(refused) >= 1
                 assert not any(p.session_key in committer.touches.rows for p in refused)
             await until(lambda: not committer.touches and not committer._busy)
             for p in refused:  # the sessions' next turns: due still, queued now

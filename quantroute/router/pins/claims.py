@@ -11,9 +11,10 @@
 - Anything else: a kept SQLAlchemy connection in autocommit mode, used from a worker thread.
 
 Either way a batch is one statement of `PinClaims`, its own transaction: the read-or-create upsert of new pins
-(`claim`), the same upsert refreshing returning turns' pins (`claim(..., touch=True)`), or a bounded purge of
-expired pins (`purge`). On SQLite that makes the router's pin writes one writer in the event loop: a purge run
-elsewhere held the write lock that claims then waited for."""
+(`claim`), an update moving live pins' expiry (`refresh`), the upsert that writes back a returning turn's pin
+with a node move or whose row was gone (`claim(..., touch=True)`), or a bounded purge of expired pins (`purge`).
+On SQLite that makes the router's pin writes one writer in the event loop: a purge run elsewhere held the write
+lock that claims then waited for."""
 
 from __future__ import annotations
 
@@ -62,6 +63,10 @@ class ThreadedClaims:
 
     async def claim(self, rows: list[dict], timeout_s: float, *, touch: bool = False) -> list[dict]:
         return await asyncio.to_thread(self._call, lambda c: self.claims.claim(c, rows, utcnow(), touch=touch))
+
+    async def refresh(self, keys: list[str], used: datetime, expires: datetime, timeout_s: float) \
+            -> dict[str, tuple[str | None, datetime]]:
+        return await asyncio.to_thread(self._call, lambda c: self.claims.refresh(c, keys, used, expires))
 
     async def purge(self, before: datetime, batch: int, timeout_s: float) -> int:
         return await asyncio.to_thread(self._call, lambda c: self.claims.purge(c, before, batch))
@@ -126,6 +131,12 @@ class SqliteClaims:
         sql, params, ours = self.claims.statement(rows, utcnow(), touch=touch)
         fetched = await self._run(sql, params, timeout_s, lambda cur: cur.fetchall())
         return self.claims.stored(fetched, ours)
+
+    async def refresh(self, keys: list[str], used: datetime, expires: datetime, timeout_s: float) \
+            -> dict[str, tuple[str | None, datetime]]:
+        rows = await self._run(self.claims.refresh_sql, self.claims.refresh_params(keys, used, expires), timeout_s,
+                               lambda cur: cur.fetchall())
+        return self.claims.refreshed(rows)
 
     async def purge(self, before: datetime, batch: int, timeout_s: float) -> int:
         return await self._run(self.claims.purge_sql, self.claims.purge_params(before, batch), timeout_s,
@@ -201,6 +212,11 @@ class AsyncpgClaims:
     async def claim(self, rows: list[dict], timeout_s: float, *, touch: bool = False) -> list[dict]:
         sql, params, ours = self.claims.numbered(rows, utcnow(), touch=touch)
         return self.claims.stored(await self._run(sql, params, timeout_s, "fetch"), ours)
+
+    async def refresh(self, keys: list[str], used: datetime, expires: datetime, timeout_s: float) \
+            -> dict[str, tuple[str | None, datetime]]:
+        return self.claims.refreshed(await self._run(self.claims.numbered_refresh_sql, (used, expires, keys),
+                                                     timeout_s, "fetch"))
 
     async def purge(self, before: datetime, batch: int, timeout_s: float) -> int:
         status = await self._run(self.claims.numbered_purge_sql, (before, batch), timeout_s, "execute")

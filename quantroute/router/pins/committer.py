@@ -11,9 +11,10 @@ backoff until the claims' deadline; any other error splits the batch in halves u
 stored is alone (and fails), so one bad key never holds up the others.
 
 Returning turns' refreshes (`touch`) and the purge of expired pins (`purge`) go through the same task and the same
-kept connection, one statement per batch, taken in turn with the claims (a claim waits for at most one touch batch
-and one purge statement): no thread hop and no ORM object per turn, and on SQLite no second writer in this
-process for claims to wait behind (see `Touches` for what is kept, retried and refused)."""
+kept connection, taken in turn with the claims (a claim waits for at most one touch batch and one purge
+statement): no thread hop and no ORM object per turn, and on SQLite no second writer in this process for claims
+to wait behind. A touch batch is one update moving the live pins' expiry, plus one upsert only for touches that
+carry a node move or whose row was gone (see `Touches` for what is kept, retried and refused)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 
 from sqlalchemy.engine import Engine
@@ -89,6 +90,7 @@ class Touches:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.rows: dict[str, dict] = {}
+        self.since: float | None = None  # monotonic time the queue last became non-empty
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -99,6 +101,8 @@ class Touches:
         if old is None:
             if len(self.rows) >= self.limit:
                 return False
+            if not self.rows:
+                self.since = time.monotonic()
             self.rows[key] = row
         else:
             if row["last_node"] is None:
@@ -109,17 +113,33 @@ class Touches:
 
     def take(self, n: int) -> list[dict]:
         keys = list(itertools.islice(self.rows, n))
-        return [self.rows.pop(k) for k in keys]
+        taken = [self.rows.pop(k) for k in keys]
+        if not self.rows:
+            self.since = None
+        return taken
 
     def put_back(self, batch: list[dict]) -> None:
         """Rows of a failed batch, queued again unless a newer touch of the key arrived meanwhile (which keeps the
         failed row's node move if it has none of its own). The bound does not apply: they were queued already."""
+        if self.since is None and batch:
+            self.since = time.monotonic() - 3600  # due at once (after the committer's backoff)
         for row in batch:
             newer = self.rows.get(row["session_key"])
             if newer is None:
                 self.rows[row["session_key"]] = row
             elif newer["last_node"] is None:
                 newer["last_node"] = row["last_node"]
+
+
+@dataclass(slots=True)
+class Touched:
+    """A touch as written: the session's last node and its pin's creation time as stored; `row`, the whole pin,
+    when the touch wrote it back (an upsert), None when it moved a live pin's expiry."""
+
+    session_key: str
+    last_node: str | None
+    created_at: datetime
+    row: dict | None
 
 
 @dataclass(slots=True)
@@ -132,7 +152,7 @@ class Purge:
 class PinCommitter:
     def __init__(self, engine: Engine, *, timeout_s: float = 5.0, max_batch: int = 256,
                  on_batch: Callable[[int, float], None] | None = None, synchronous: bool = True,
-                 max_touches: int = 100_000) -> None:
+                 max_touches: int = 100_000, touch_delay_s: float = 0.05) -> None:
         self._engine = engine
         self.synchronous = synchronous  # PostgreSQL: each commit waits for its WAL flush (see claims_for)
         self._db = claims_for(engine, synchronous=synchronous)  # one kept connection: no checkout, ping, BEGIN
@@ -144,8 +164,12 @@ class PinCommitter:
         self.batches = 0
         self.errors = 0
         self.touches = Touches(max_touches)
-        # (touch rows stored, as the database holds them) -> None: the pin store's cache catches up (node moves)
-        self.on_touched: Callable[[list[dict]], None] | None = None
+        # Touches wait up to this long for others to share their statement: nobody waits for them, and on SQLite a
+        # refresh costs a few microseconds a row in a batch of a hundred against ~100 for a statement of its own
+        self.touch_delay_s = touch_delay_s
+        self._flushing = False  # shutting down: touches go at once
+        # (touches as written) -> None: the pin store's cache catches up (node moves, pins replaced elsewhere)
+        self.on_touched: Callable[[list[Touched]], None] | None = None
         self.touch_counts = dict.fromkeys(("written", "refused", "failed", "retried"), 0)
         self._purges: deque[Purge] = deque()
         self._next = 0  # which kind of work goes next (claims, touches, purges: in turn)
@@ -175,11 +199,20 @@ class PinCommitter:
     def touch(self, row: dict) -> bool:
         """Queue a returning turn's refresh (`touch_row`); False when the queue is at its bound (see `Touches`):
         the caller keeps the pin due and offers it again on the session's next turn."""
+        first = not self.touches
         if not self.touches.add(row):
             self.touch_counts["refused"] += 1
             return False
-        self._wake.set()
+        if len(self.touches) >= self.max_batch or self._flushing:
+            self._wake.set()
+        elif first:
+            asyncio.get_running_loop().call_later(self.touch_delay_s, self._wake.set)
         return True
+
+    def _touches_due(self) -> bool:
+        since = self.touches.since
+        return since is not None and (len(self.touches) >= self.max_batch or self._flushing
+                                      or time.monotonic() - since >= self.touch_delay_s)
 
     def purge(self, before: datetime, batch: int) -> asyncio.Future:
         """Delete at most `batch` pins that expired before `before`, in this task's turn; resolves with the count."""
@@ -195,7 +228,7 @@ class PinCommitter:
             while True:
                 await self._wake.wait()
                 self._wake.clear()
-                while self.pending or self.touches or self._purges:
+                while self.pending or self._touches_due() or self._purges:
                     if self._backoff:
                         await asyncio.sleep(self._backoff)
                     self._busy = True
@@ -226,7 +259,7 @@ class PinCommitter:
                 except BaseException:  # cancelled while writing it: its claims get an outcome too
                     self._fail(batch, "the router is shutting down")
                     raise
-            elif kind == 1 and self.touches:
+            elif kind == 1 and self._touches_due():
                 await self._write_touches(self.touches.take(self.max_batch))
             elif kind == 2 and self._purges:
                 await self._purge(self._purges.popleft())
@@ -239,6 +272,8 @@ class PinCommitter:
         """Wait (bounded) until every claim and touch made so far is written or resolved: at shutdown, before
         the task stops."""
         deadline = time.monotonic() + timeout_s
+        self._flushing = True
+        self._wake.set()
         while (self.pending or self.touches or self._busy) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
 
@@ -280,12 +315,12 @@ class PinCommitter:
                 c.future.set_result(pin)
 
     async def _write_touches(self, batch: list[dict]) -> None:
-        """One statement for the batch; on the connection's failure the batch is queued again (after the
-        backoff), on a row's it is split until that row is alone."""
+        """Write a batch of touches; on the connection's failure the batch is queued again (after the backoff), on
+        a row's it is split until that row is alone."""
         while self._retired:
             await self._retired.pop().aclose()
         try:
-            stored = await self._db.claim(batch, self.timeout_s, touch=True)
+            stored = await self._touch_statements(batch)
         except Exception as e:  # noqa: BLE001 - every touch is kept or accounted for, below
             self.errors += 1
             if transient(e):
@@ -306,6 +341,31 @@ class PinCommitter:
         self.touch_counts["written"] += len(batch)
         if self.on_touched is not None:
             self.on_touched(stored)
+
+    async def _touch_statements(self, batch: list[dict]) -> list[Touched]:
+        """Live pins' expiry moves in one update per TTL (one, unless a policy change is under way); the touches
+        that carry a node move, and those whose row the update did not find (purged), go in one upsert that
+        writes the cached pin back. A batch that fails part way is retried whole: both statements are
+        idempotent."""
+        out: list[Touched] = []
+        upsert = [r for r in batch if r["last_node"] is not None]
+        groups: dict[timedelta, list[dict]] = {}
+        for r in batch:
+            if r["last_node"] is None:
+                groups.setdefault(r["expires_at"] - r["last_used"], []).append(r)
+        for rows in groups.values():
+            found = await self._db.refresh([r["session_key"] for r in rows], rows[0]["last_used"],
+                                           rows[0]["expires_at"], self.timeout_s)
+            for r in rows:
+                got = found.get(r["session_key"])
+                if got is None:
+                    upsert.append(r)
+                else:
+                    out.append(Touched(r["session_key"], got[0], got[1], None))
+        if upsert:
+            for row in await self._db.claim(upsert, self.timeout_s, touch=True):
+                out.append(Touched(row["session_key"], row["last_node"], row["created_at"], row))
+        return out
 
     async def _purge(self, job: Purge) -> None:
         try:

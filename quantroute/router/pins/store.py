@@ -36,7 +36,7 @@ from quantroute.db.session_pin import (
     set_served_deployment,
     touch_row,
 )
-from quantroute.router.pins.committer import PinCommitter
+from quantroute.router.pins.committer import PinCommitter, Touched
 
 log = logging.getLogger(__name__)
 
@@ -201,22 +201,26 @@ class PinStore:
             pin.touched = now
             pin.node_unsaved = False
 
-    def _touched(self, rows: builtins.list[dict]) -> None:
-        """A touch batch was written: each row as stored. The cache follows another replica's node move (node
-        affinity across replicas) and, where the stored pin had expired and another replica pinned the session
-        afresh, that pin; not for a key with a newer touch queued, whose outcome comes with it."""
+    def _touched(self, touched: builtins.list[Touched]) -> None:
+        """A touch batch was written. The cache follows another replica's node move (node affinity across
+        replicas); where the stored pin is another one (ours had expired there and another replica pinned the
+        session afresh) it takes that pin, or forgets ours so that the next turn claims and follows the stored
+        one. Not for a key with a newer touch queued, whose outcome comes with it."""
         queued = self.committer.touches.rows if self.committer is not None else {}
-        for row in rows:
-            key = row["session_key"]
-            pin = self.cache.get(key)
-            if pin is None or pin.stored is not None or key in queued or row["model"] != pin.model:
+        for t in touched:
+            pin = self.cache.get(t.session_key)
+            if pin is None or pin.stored is not None or t.session_key in queued:
                 continue
-            if row["last_node"] is not None:
-                pin.node = row["last_node"]
-            if row["created_at"] != pin.created_at:
+            if t.created_at == pin.created_at:
+                if t.last_node is not None:
+                    pin.node = t.last_node
+            elif t.row is not None and t.row["model"] == pin.model:
+                row = t.row
                 pin.tier, pin.arm, pin.deployment = row["tier"], row["arm"], row["deployment"]
                 pin.served_deployment, pin.policy_version = row["served_deployment"], row["policy_version"]
                 pin.created_at, pin.node = row["created_at"], row["last_node"]
+            else:
+                del self.cache[t.session_key]
 
     def rearm(self, key: str, arm: str) -> None:
         """Move a pinned session to another canary arm (same tier): in the cache at once, in the DB off the path."""
