@@ -4,8 +4,9 @@ get lost?
 A simulated fleet (data/fleet.yaml, free ports, in this process), the router as its own process (`quantroute
 router`, so its RSS is its own) on a fresh database (`--db sqlite` = a new file; a PostgreSQL URL = a new schema,
 dropped afterwards), and `--concurrency` client threads sending a mix: tolerant and sensitive chats, streamed and
-not, multi-turn sessions, and hostile bodies (nesting past the JSON encoder's limit, NUL in the model name and in
-text, bodies that are not JSON). Every `--fault-every` seconds the next fault of the cycle hits:
+not, chat sessions (2-8 turns, 2-120 s apart, many in flight), and hostile bodies (nesting past the JSON
+encoder's limit, NUL in the model name and in text, bodies that are not JSON). Every `--fault-every` seconds the
+next fault of the cycle hits:
 
   slow node (extra latency) · flapping node (500s on, off, on) · re-registration storm (30 identical
   registrations of a node under load) · policy activations (a valid version, an unloadable one, back) ·
@@ -22,9 +23,11 @@ At the end it prints requests sent, answers by cause, request-log rows vs the re
 from __future__ import annotations
 
 import argparse
+import heapq
 import itertools
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -68,6 +71,29 @@ HOSTILE = [("deep_json", deep(1000)), ("nul_model", b'{"model": "llama\\u00003-8
            ("not_json", b"{not json")]
 
 
+class Chats:
+    """One client thread's chat sessions: 2-8 turns each, 2-120 s apart (uniform), the conversation growing turn by
+    turn; a turn that is due goes first, else a new session starts. Many sessions are in flight at once, and most
+    turns come back after the router's pin touch interval (30 s), so they refresh their pins."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.due: list[tuple[float, str, int, list[dict]]] = []  # (when, session, turns left, messages so far)
+
+    def next(self, n: int) -> tuple[str, list[dict]]:
+        now = time.monotonic()
+        if self.due and self.due[0][0] <= now:
+            _, key, left, messages = heapq.heappop(self.due)
+            messages = [*messages, {"role": "assistant", "content": "ok"},
+                        {"role": "user", "content": f"and then? ({len(messages) // 2 + 1})"}]
+        else:
+            key, left = f"chat-{uuid.uuid4().hex[:12]}", self.rng.randint(2, 8)
+            messages = list(SENSITIVE if n % 4 == 1 else TOLERANT)
+        if left > 1:
+            heapq.heappush(self.due, (now + self.rng.uniform(2, 120), key, left - 1, messages))
+        return key, messages
+
+
 class Traffic:
     """Client threads; each request's outcome is counted by cause."""
 
@@ -95,17 +121,18 @@ class Traffic:
             self.causes[cause] += 1
 
     def _run(self) -> None:
+        chats = Chats(random.Random(threading.get_ident()))
         with httpx.Client(base_url=self.url, timeout=60) as c:
             while not self._stop.is_set():
                 with self._lock:
                     n = next(self._ids)
                     self.sent += 1
                 try:
-                    self._one(c, n)
+                    self._one(c, n, chats)
                 except httpx.HTTPError as e:
                     self._count(f"client_error:{type(e).__name__}")
 
-    def _one(self, c: httpx.Client, n: int) -> None:
+    def _one(self, c: httpx.Client, n: int, chats: Chats) -> None:
         if n % 50 == 7:
             name, raw = HOSTILE[(n // 50) % len(HOSTILE)]
             if name == "not_json":
@@ -114,8 +141,8 @@ class Traffic:
             r = c.post("/v1/chat/completions", content=raw, headers={"content-type": "application/json"})
             self._count(f"hostile_{r.status_code}" if r.status_code < 500 else f"hostile_FAIL_{r.status_code}")
             return
-        session = f"soak-{n % 40}" if n % 3 == 0 else None
-        body = {"model": MODEL, "messages": SENSITIVE if n % 4 == 1 else TOLERANT, "max_tokens": 16}
+        session, messages = chats.next(n) if n % 6 else (None, SENSITIVE if n % 4 == 1 else TOLERANT)
+        body = {"model": MODEL, "messages": messages, "max_tokens": 16}
         headers = {"x-session-id": session} if session else {}
         if n % 5 == 2:
             body["stream"] = True
@@ -153,6 +180,19 @@ class Database:
                 return int(c.execute(text("SELECT COUNT(*) FROM request_log")).scalar_one())
         finally:
             eng.dispose()
+
+    def sessions(self) -> dict[str, int]:
+        """Chat sessions in the request log: how many, their answered turns, and those answered at more than one
+        tier (a pin lost: a session's tier is fixed by its first turn)."""
+        eng = create_engine(self.url)
+        try:
+            with eng.connect() as c:
+                rows = c.execute(text("SELECT COUNT(*), COUNT(DISTINCT tier) FROM request_log WHERE session_key "
+                                      "LIKE 'chat-%' AND status = 200 GROUP BY session_key")).all()
+        finally:
+            eng.dispose()
+        return {"sessions": len(rows), "turns": sum(r[0] for r in rows),
+                "returning": sum(r[0] - 1 for r in rows), "moved": sum(1 for r in rows if r[1] > 1)}
 
     def trouble(self) -> str:
         """SQLite: hold the write lock 2 s. PostgreSQL: terminate every connection of the router."""
@@ -272,6 +312,7 @@ def main() -> None:
             router.terminate()
             router.wait(30)
         figures["rows_logged"] = db.rows()
+        figures["chats"] = db.sessions()
         report(args, figures)
 
 
@@ -310,6 +351,7 @@ def soak(args, rf, url: str, router: subprocess.Popen, policies: Path, db: Datab
             "causes": dict(sorted(traffic.causes.items())), "faults": faults.log, "rss_start_mb": rss_start,
             "rss_end_mb": rss_end, "log_dropped": metric(metrics, "quantroute_request_log_dropped_total"),
             "reload_failures": metric(metrics, "quantroute_policy_reload_failures_total").get("total", 0.0),
+            "touches": metric(metrics, "quantroute_pin_touches_total"),
             "task_restarts": sum(metric(metrics, "quantroute_background_task_restarts_total").values()),
             "inflight_at_end": sum(inflight.values())}
 
@@ -324,6 +366,10 @@ def report(args, f: dict) -> None:
     print(f"log rows             {f['rows_logged']} of {should_log} that should be logged "
           f"(sent minus {f['not_json']} bodies that are not JSON); missing {should_log - f['rows_logged']}")
     print(f"log drops by reason  {f['log_dropped']}")
+    ch = f["chats"]
+    print(f"chat sessions        {ch['sessions']} with {ch['turns']} answered turns ({ch['returning']} returning); "
+          f"answered at more than one tier: {ch['moved']}")
+    print(f"pin refreshes        {f['touches']}")
     print(f"policy reload fails  {f['reload_failures']:g}; background task restarts {f['task_restarts']:g}")
     print(f"in-flight at end     {f['inflight_at_end']:g}")
     print(f"router RSS           {f['rss_start_mb']:.1f} MB after warm-up -> {f['rss_end_mb']:.1f} MB at the end "
