@@ -201,3 +201,24 @@ def test_a_full_touch_queue_refuses_a_touch_and_the_pin_stays_due(sqlite_url):
                 assert stored(engine, p.session_key)["expires_at"] > started + timedelta(seconds=TTL - 1)
 
     asyncio.run(go())
+
+
+def test_a_touch_that_finds_another_replicas_pin_lets_the_next_turn_follow_it(engine):
+    """This replica's cached pin had expired in the database and another replica pinned the session afresh (at
+    fp16): the refresh moves that pin's expiry, and the cache forgets its own, so the session's next turn here
+    claims and gets the stored pin instead of serving from a pin no other replica holds."""
+    async def go() -> None:
+        async with replica(url_of(engine)) as (store, committer, _):
+            pin = claim(store, "re-pinned")
+            await pin.stored
+            assert store.get("re-pinned", TTL) is pin
+            with engine.begin() as c:  # another replica's new pin in place of ours
+                c.execute(text("UPDATE session_pin SET tier = 'fp16', created_at = :t WHERE session_key = 're-pinned'"),
+                          {"t": utcnow() + timedelta(seconds=1)})
+            await returning(store, "re-pinned")
+            await written(committer, 1)
+            assert "re-pinned" not in store.cache
+            again = claim(store, "re-pinned")  # the next turn, routed as a first turn, is told the stored pin
+            assert (await again.stored)["tier"] == "fp16"
+
+    asyncio.run(go())
