@@ -42,10 +42,13 @@ end
 """
 
 
-def lua_script(tmp: Path, body: bytes, mode: str) -> Path:
-    """A wrk script for one run: a new tag each time, so no run reuses another run's sessions."""
+def lua_script(tmp: Path, body: bytes, mode: str, *, authorization: str | None = None) -> Path:
+    """A wrk script for one run: a new tag each time, so no run reuses another run's sessions. `authorization`:
+    an Authorization header every request sends (a client API key)."""
     tag = f"bench-{uuid.uuid4().hex[:10]}"
     text = LUA_HEAD % body.decode()
+    if authorization is not None:
+        text += f'wrk.headers["Authorization"] = "{authorization}"\n'
     if mode == "fixed":
         text += LUA_FIXED % tag
     elif mode == "new":
