@@ -1,9 +1,9 @@
 """What tracing costs the router: routers with no tracing code, with tracing off, and on (sampling 1 % and every
 request), side by side against the same minimal backend, in interleaved short wrk runs.
 
-- `no tracing code`: this checkout's HEAD with the router's tracing hooks taken back out (the reverse of the commit
-  that added them, applied to those files in a temporary git worktree): the request path before tracing existed,
-  everything else as now. `--base REV` runs a revision of your choosing instead.
+- `no tracing code`: this checkout's HEAD with the router's tracing hooks taken out (HOOKS below, applied in a
+  temporary git worktree): the request path as if tracing did not exist, everything else as now. `--base REV` runs
+  a revision of your choosing instead.
 - `off`: this working tree, no OTEL_* variables: the router holds no tracer and a request pays a None check.
 - `on 1 %` and `on 100 %`: OTEL_EXPORTER_OTLP_ENDPOINT set to a sink in this process that takes OTLP/HTTP posts
   and counts their bytes (a collector that does no work), with OTEL_TRACES_SAMPLER=traceidratio at 0.01 and 1.0.
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -37,8 +38,36 @@ import router_overhead as ro
 from router_paired import checkout, imports_from
 from support import wrk
 
-# The files the tracing commit changed on the request path; reverting them there gives `no tracing code`.
-HOOKED = ("quantroute/router/app.py", "quantroute/router/path/forward.py")
+# The router's tracing hooks, taken out of HEAD's request path for `no tracing code`: (file, pattern, replacement),
+# each pattern required to match. A hook reshaped without this list fails the bench (then give --base REV).
+_IND = r"^[ \t]+"
+_APP, _FWD = "quantroute/router/app.py", "quantroute/router/path/forward.py"
+HOOKS: tuple[tuple[str, str, str], ...] = (
+    (_APP, r"^from quantroute\.router\.path import trace\n", ""),
+    (_APP, r"^from quantroute\.tracing import Tracing\n", ""),
+    (_APP, _IND + r"self\.tracing: Tracing \| None = None.*\n", ""),
+    (_APP, _IND + r"self\.tracing = Tracing\.from_env\(.*\n", ""),
+    (_APP, r", tracing=self\.tracing\)", ")"),
+    (_APP, _IND + r"if self\.tracing is not None:\n" + _IND + r"await .*self\.tracing\.shutdown.*\n", ""),
+    (_APP, _IND + r"tracing = self\.tracing\n", ""),
+    (_APP, r"ForwardResult\(span=trace\.request_span\(.*\) if tracing is not None else None\)", "ForwardResult()"),
+    (_APP, _IND + r"decide_ns = time\.time_ns\(\) if tracing is not None else 0\n", ""),
+    (_APP, _IND + r"if tracing is not None:\n" + _IND + r"trace\.decided\(.*\n", ""),
+    (_APP, _IND + r"if out\.span is not None:\n" + _IND + r"trace\.finished\(.*\n", ""),
+    (_FWD, r"^from quantroute\.router\.path import trace\n", ""),
+    (_FWD, r"^from quantroute\.tracing import Tracing\n", ""),
+    (_FWD, _IND + r"upstream_status: int = 0.*\n", ""),
+    (_FWD, _IND + r"span: Any = None.*\n", ""),
+    (_FWD, r",\s*tracing: Tracing \| None = None\)", ")"),
+    (_FWD, _IND + r"self\.tracing = tracing\n", ""),
+    (_FWD, _IND + r"tracing = self\.tracing if out\.span is not None else None\n", ""),
+    (_FWD, _IND + r"hop, hop_headers = \(trace\.attempt\(.*\) if tracing is not None\n"
+     r"\s*else \(None, fwd_headers\)\)\n", ""),
+    (_FWD, _IND + r"done = False\n", ""),
+    (_FWD, r"\bhop_headers\b", "fwd_headers"),
+    (_FWD, _IND + r"if hop is not None:\n" + _IND + r"trace\.attempt_done\(.*\n", ""),
+    (_FWD, _IND + r"out\.upstream_status = resp\.status_code\n", ""),
+)
 
 
 class Sink:
@@ -67,29 +96,29 @@ class Sink:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
 
-def tracing_commit() -> str:
-    """The commit that added the router's tracing hooks (the first to add quantroute/router/path/trace.py)."""
-    out = subprocess.run(["git", "-C", str(ro.REPO), "log", "--diff-filter=A", "--format=%H", "--",
-                          "quantroute/router/path/trace.py"], capture_output=True, text=True, check=True).stdout
-    shas = out.split()
-    if not shas:
-        raise SystemExit("no commit adds quantroute/router/path/trace.py in this checkout's history; give --base")
-    return shas[-1]
+def strip_hooks(read) -> dict[str, str]:
+    """The HOOKED files' text (`read(name)`) with HOOKS taken out; SystemExit when a hook is not found as listed."""
+    texts: dict[str, str] = {}
+    for name, pattern, replacement in HOOKS:
+        text, n = re.subn(pattern, replacement, texts.get(name) or read(name), flags=re.M)
+        if n == 0:
+            raise SystemExit(f"{name} has no tracing hook like /{pattern}/ (reshaped?): update HOOKS, or give --base")
+        texts[name] = text
+    for name, text in texts.items():
+        left = [line for line in text.splitlines()
+                if re.search(r"\btrac(e|ing)\b", line) and not line.lstrip().startswith("#")]
+        if left:
+            raise SystemExit(f"{name}: tracing hooks left after taking them out: {left}; update HOOKS")
+        compile(text, name, "exec")
+    return texts
 
 
 def without_tracing(tmp: Path) -> tuple[Path, str]:
-    """HEAD in a worktree with the tracing commit's changes to HOOKED reverted (trace.py stays, unimported)."""
-    sha = tracing_commit()
+    """HEAD in a worktree with HOOKS taken out of the router's request path."""
     tree = checkout("HEAD", tmp)
-    diff = subprocess.run(["git", "-C", str(ro.REPO), "diff", f"{sha}~1", sha, "--", *HOOKED], capture_output=True,
-                          check=True).stdout
-    applied = subprocess.run(["git", "-C", str(tree), "apply", "--3way", "-R", "-"], input=diff, capture_output=True)
-    if applied.returncode != 0:
-        raise SystemExit(f"the tracing hooks of {sha[:10]} no longer revert cleanly from HEAD "
-                         f"({applied.stderr.decode().strip()}); give --base REV")
-    if any("import trace" in (tree / f).read_text() for f in HOOKED):
-        raise SystemExit(f"the reverse of {sha[:10]} left the tracing hooks in {tree}; give --base REV")
-    return tree, f"HEAD less {sha[:10]}'s hooks"
+    for name, text in strip_hooks(lambda name: (tree / name).read_text()).items():
+        (tree / name).write_text(text)
+    return tree, "HEAD with the router's tracing hooks taken out"
 
 
 def main() -> None:
