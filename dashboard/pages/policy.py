@@ -94,12 +94,37 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
                                format_func=lambda v: f"{v}{' (active)' if v == active.version else ''}")
     if st.session_state.get("policy_base") != base_choice or "policy_rows" not in st.session_state:
         reset_draft(policy_to_data(store.load(base_choice)), base_choice)
+    slots: dict = {}
+    kept: dict[str, list[int]] = {}
+    edited = _draft_tabs(editor, base_choice, slots, kept)
+
+    policy, issues = validate(edited)  # a policy exactly when there are no issues
+    st.session_state["policy_issue_slots"] = [policy_form.slot_path(i.path, kept) for i in issues]
+    left = policy_form.fill(slots, issues, kept)
+    if issues:
+        st.error(f"{len(issues)} validation problem(s); each is shown next to its field:\n\n"
+                 + "\n".join(f"- `{i.path or '(document)'}`: {i.message}" for i in issues))
+        for i in left:
+            st.error(f"`{i.path}`: {i.message}")
+        return
+    assert policy is not None
+
+    st.subheader(f"Diff against the active version ({active.version})")
+    changes = changes_frame(active, policy)
+    if changes.empty:
+        st.caption("no changes yet")
+    else:
+        ui.table(changes, "policy-draft-diff")
+    _whatif(active, policy)
+    if editor:
+        _save(store, policy, base_choice, changes)
+
+
+def _draft_tabs(editor: bool, base_choice: int, slots: dict, kept: dict[str, list[int]]) -> dict:
+    """The draft as the form's tabs edit it; adding a threshold or a rule, or applying YAML, starts a new draft."""
     draft0, gen = st.session_state["policy_draft"], st.session_state["policy_gen"]
     rows = st.session_state["policy_rows"]
     previous = st.session_state.get("policy_issue_slots", [])
-    slots: dict = {}
-    kept: dict[str, list[int]] = {}
-
     tab_rules, tab_thresholds, tab_settings, tab_yaml = st.tabs(["Rules", "Thresholds", "Sessions & escalation",
                                                                  "YAML"])
     edited = copy.deepcopy(draft0)
@@ -119,42 +144,31 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
         reset_draft(edited, base_choice)
         st.rerun()
     with tab_yaml:
-        text = st.text_area("Draft as YAML (edit and apply to replace the form values)" if editor else
-                            "Draft as YAML (read-only)",
-                            value=yaml.safe_dump(edited, sort_keys=False, allow_unicode=True, width=110),
-                            height=420, key=f"yaml{gen}", disabled=not editor)
-        for line in st.session_state.pop("policy_yaml_issues", []):  # from the last Apply, with line numbers
-            st.error(line)
-        if editor and st.button("Apply YAML"):
-            try:
-                parsed = yamlsafe.safe_load(text)
-            except yaml.YAMLError as e:
-                st.error(f"not valid YAML: {e}")
-            else:
-                if isinstance(parsed, dict):
-                    st.session_state["policy_yaml_issues"] = yaml_issue_lines(text)
-                    reset_draft(parsed, base_choice)
-                    st.rerun()
-                st.error("a policy is a mapping of keys (version, tiers, rules, thresholds, ...)")
+        _yaml_tab(editor, edited, gen, base_choice)
+    return edited
 
-    policy, issues = validate(edited)  # a policy exactly when there are no issues
-    st.session_state["policy_issue_slots"] = [policy_form.slot_path(i.path, kept) for i in issues]
-    left = policy_form.fill(slots, issues, kept)
-    if issues:
-        st.error(f"{len(issues)} validation problem(s); each is shown next to its field:\n\n"
-                 + "\n".join(f"- `{i.path or '(document)'}`: {i.message}" for i in issues))
-        for i in left:
-            st.error(f"`{i.path}`: {i.message}")
-        return
-    assert policy is not None
 
-    st.subheader(f"Diff against the active version ({active.version})")
-    changes = changes_frame(active, policy)
-    if changes.empty:
-        st.caption("no changes yet")
-    else:
-        ui.table(changes, "policy-draft-diff")
+def _yaml_tab(editor: bool, edited: dict, gen: int, base_choice: int) -> None:
+    text = st.text_area("Draft as YAML (edit and apply to replace the form values)" if editor else
+                        "Draft as YAML (read-only)",
+                        value=yaml.safe_dump(edited, sort_keys=False, allow_unicode=True, width=110),
+                        height=420, key=f"yaml{gen}", disabled=not editor)
+    for line in st.session_state.pop("policy_yaml_issues", []):  # from the last Apply, with line numbers
+        st.error(line)
+    if editor and st.button("Apply YAML"):
+        try:
+            parsed = yamlsafe.safe_load(text)
+        except yaml.YAMLError as e:
+            st.error(f"not valid YAML: {e}")
+        else:
+            if isinstance(parsed, dict):
+                st.session_state["policy_yaml_issues"] = yaml_issue_lines(text)
+                reset_draft(parsed, base_choice)
+                st.rerun()
+            st.error("a policy is a mapping of keys (version, tiers, rules, thresholds, ...)")
 
+
+def _whatif(active: Policy, policy: Policy) -> None:
     st.subheader("What-if replay")
     c1, c2 = st.columns([2, 1])
     n = c1.slider("Replay the last N logged requests", 50, 5000, 500, 50)
@@ -175,25 +189,26 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
                        "card-like numbers masked): rules matching those strings cannot fire on them")
         if res["changed"]:
             ui.table(res["moves"], "what-if-moves")
-            # the chart gets the page's width: rule names are long, a half-width column squashed it
+            # the chart gets the page's width: rule names are long, a half-width column would squash it
             chart = charts.replay_causes(res["causes"])
-            st.altair_chart(chart, width="stretch", height=chart.height + 60)  # "content" squashed it
+            st.altair_chart(chart, width="stretch", height=chart.height + 60)  # "content" would squash it
 
-    if editor:
-        st.subheader("Save as a new version")
-        message = st.text_input("Message (what changes and why)", key="save_message")
-        if st.button("Save draft as new version", type="primary", disabled=changes.empty):
-            me = ui.user().name
-            v = ui.run_action(actions.save_policy, store=store, actor=me, draft=policy, parent=base_choice,
-                              message=message, failed="save the draft",
-                              done=lambda v: (f"Saved as version {v} (from version {base_choice}, {len(changes)} "
-                                              f"change(s)); a reviewer other than {me} must approve it before it "
-                                              "can be activated."))
-            if v:
-                st.session_state.pop("whatif", None)
-                reset_draft(policy_to_data(store.load(v)), v)
-                st.session_state["policy_follow"] = v  # both version selectors move to it on the next run
-            st.rerun()
+
+def _save(store, policy: Policy, base_choice: int, changes: pd.DataFrame) -> None:
+    st.subheader("Save as a new version")
+    message = st.text_input("Message (what changes and why)", key="save_message")
+    if st.button("Save draft as new version", type="primary", disabled=changes.empty):
+        me = ui.user().name
+        v = ui.run_action(actions.save_policy, store=store, actor=me, draft=policy, parent=base_choice,
+                          message=message, failed="save the draft",
+                          done=lambda v: (f"Saved as version {v} (from version {base_choice}, {len(changes)} "
+                                          f"change(s)); a reviewer other than {me} must approve it before it "
+                                          "can be activated."))
+        if v:
+            st.session_state.pop("whatif", None)
+            reset_draft(policy_to_data(store.load(v)), v)
+            st.session_state["policy_follow"] = v  # both version selectors move to it on the next run
+        st.rerun()
 
 
 def _history(store, active: Policy) -> None:
