@@ -152,3 +152,13 @@ def test_credentials_come_only_from_the_secret(rendered, name):
     assert seen == {"database-url", "admin-token"}
     config = {k for d in rendered[name] if d["kind"] == "ConfigMap" for k in d.get("data", {})}
     assert not config & SECRET_VARS
+
+
+@pytest.mark.parametrize("name", ["kubernetes/base", OVERLAY])
+def test_every_container_requests_cpu_and_memory_and_caps_memory(rendered, name):
+    for d, _, c in containers(rendered[name]):
+        res = c.get("resources", {})
+        assert {"cpu", "memory"} <= set(res.get("requests", {})) and "memory" in res.get("limits", {}), \
+            (d["metadata"]["name"], res)
+        if d["kind"] == "Deployment":
+            assert "livenessProbe" in c, d["metadata"]["name"]
