@@ -57,9 +57,21 @@ def keys_frame(keys: pd.DataFrame, now: datetime | None = None) -> pd.DataFrame:
     state = ["revoked" if pd.notna(r) else "expired" if pd.notna(e) and e <= now else "active"
              for r, e in zip(keys["revoked_at"], expires)]
     return pd.DataFrame({"key": keys["prefix"] + "…", "tenant": keys["tenant"], "label": keys["label"],
-                         "floor": keys["tier_floor"].fillna(fmt.DASH), "rpm": keys["rpm"], "tpm": keys["tpm"],
+                         "floor": keys["tier_floor"].fillna(fmt.DASH), "rpm": keys["rpm"].map(_limit),
+                         "tpm": keys["tpm"].map(_limit),
                          "expires": keys["expires_at"].map(fmt.when), "state": state,
                          "created": keys["created_at"].map(fmt.when), "by": keys["created_by"]})
+
+
+def _limit(value) -> str:
+    return "no limit" if value is None or pd.isna(value) else f"{int(value):,}"
+
+
+def tenants_frame(tenants: pd.DataFrame) -> pd.DataFrame:
+    """The tenants as the table shows them: "–" for no floor, "no limit" for no rate limit."""
+    return pd.DataFrame({"tenant": tenants["name"], "tier floor": tenants["tier_floor"].fillna(fmt.DASH),
+                         "priority": tenants["priority"], "requests/min": tenants["rpm"].map(_limit),
+                         "tokens/min": tenants["tpm"].map(_limit), "created": tenants["created_at"].map(fmt.when)})
 
 
 def _optional_int(value: str, field: str) -> int | None:
@@ -173,8 +185,7 @@ def render() -> None:
 
     tenants, keys = data.tenants_and_keys(s.db_url)
     st.subheader(f"Tenants ({len(tenants)})")
-    ui.table(tenants.assign(tier_floor=tenants["tier_floor"].fillna(fmt.DASH),
-                            created_at=tenants["created_at"].map(fmt.when)), "tenants")
+    ui.table(tenants_frame(tenants), "tenants")
     st.subheader(f"Keys ({len(keys)})")
     ui.table(keys_frame(keys), "client-keys")
     if ui.can("key.manage"):

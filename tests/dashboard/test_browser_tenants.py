@@ -1,0 +1,102 @@
+"""Headless Chromium against a running dashboard: an operator opens Tenants, sees usage per tenant and tier with
+its cost against all on FP16, creates a key (shown once, stored as its hash), and revokes it; when the operator
+is disabled meanwhile, their next click lands on the login page. Screenshots land in tests/artifacts/."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import httpx
+import pytest
+from sqlmodel import select
+
+from quantroute.db.engine import session
+from quantroute.db.tenant import ClientKey
+from quantroute.db.user import update_user
+from quantroute.ports import free_port
+from quantroute.tenants import create_key, key_hash
+from tests.dashboard.conftest import APP, PASSWORD, REPO
+from tests.dashboard.test_browser import ARTIFACTS, CHROMIUM, goto, idle, no_reprs
+from tests.dashboard.test_tenants import seed_usage
+from tests.support.waiting import wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Chromium at /usr/bin/chromium")]
+
+
+@pytest.fixture
+def dashboard(stack, tmp_path):
+    engine, _ = stack
+    seed_usage(engine)
+    create_key(engine, actor="olivia", tenant="acme", label="batch")
+    port = free_port()
+    log = (tmp_path / "dashboard.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", APP, "--server.headless", "true",
+                             "--server.port", str(port), "--server.address", "127.0.0.1",
+                             "--browser.gatherUsageStats", "false"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                            env=os.environ.copy(), start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        def up() -> bool:
+            assert proc.poll() is None, (tmp_path / "dashboard.log").read_text()
+            return httpx.get(url + "/_stcore/health", timeout=2).status_code == 200
+
+        wait_until(up, what="the dashboard to answer /_stcore/health", timeout=60, interval=0.3,
+                   ignore=(httpx.HTTPError,))
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+
+
+@pytest.mark.timeout(300)
+def test_an_operator_creates_and_revokes_a_key_and_a_disabled_operator_is_logged_out(stack, dashboard):
+    from playwright.sync_api import sync_playwright
+
+    engine, _ = stack
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = b.new_page(viewport={"width": 1400, "height": 1800})
+        page.set_default_timeout(30_000)
+        page.goto(dashboard)
+        page.get_by_role("textbox", name="User").fill("olivia")
+        page.get_by_role("textbox", name="Password").fill(PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.get_by_text("olivia · ").wait_for()
+        goto(page, "Tenants")
+        page.get_by_text("What it cost, and what it would have cost all on FP16").wait_for()
+        idle(page)
+        no_reprs(page, "tenants")
+        page.wait_for_timeout(1000)  # let the chart draw
+        page.screenshot(path=str(ARTIFACTS / "tenants.png"), full_page=True)
+
+        page.get_by_role("textbox", name="Tenant").fill("bank")
+        page.get_by_role("textbox", name="Label").fill("nightly")
+        page.get_by_role("button", name="Create key").click()
+        page.get_by_text("Copy the key now").wait_for()
+        shown = page.locator('[data-testid="stCode"]').first.inner_text().strip()
+        assert shown.startswith("qk_")
+        with session(engine) as s:
+            row = s.exec(select(ClientKey).where(ClientKey.tenant == "bank")).one()
+        assert row.key_hash == key_hash(shown) and row.created_by == "olivia"
+        idle(page)
+        no_reprs(page, "a key created")
+
+        page.get_by_role("button", name="Revoke…").click()
+        page.get_by_role("button", name="Confirm revoke").click()
+        page.get_by_text("revoked.").first.wait_for()
+        with session(engine) as s:  # the first active key in the list (acme's) is the one revoked
+            revoked = [k.revoked_by for k in s.exec(select(ClientKey)) if k.revoked_at is not None]
+        assert revoked == ["olivia"]
+
+        with session(engine) as s:
+            update_user(session=s, name="olivia", disabled=True)
+        idle(page)
+        page.get_by_text("7 days", exact=True).click()  # any interaction re-checks the user
+        page.get_by_role("button", name="Log in").wait_for()
+        assert page.get_by_text("olivia · ").count() == 0
+        b.close()
