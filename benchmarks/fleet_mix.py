@@ -3,9 +3,11 @@
 Every arm runs on the same eight A100-80GB nodes of data/fleet-seed000.yaml (13B), on the simulator behind the
 router, with `data/traffic/mixed.jsonl` (60 % tolerant):
   (a) eight FP16 nodes, everything FP16 (the equal-hardware baseline);
-  (b) 4 FP16 + 4 INT4, the default tiered policy;
-  (c) 4 FP16 + 4 INT4, the policy with the most capacity within an operator's quality budget (a grid over
-      thresholds, scored by the eval deltas; the best candidates measured);
+  (b) 4 FP16 + 4 INT4, the default tiered policy with SLO-aware spill off (the cheapest tier with room serves);
+  (b') 4 FP16 + 4 INT4, the default policy as shipped: SLO-aware spill on (router/path/spill.py);
+  (c') 4 FP16 + 4 INT4, the policy `quantroute policy tune` proposes per SLO within an operator's quality budget
+      (quantroute/tune.py: eval deltas, the traffic, the fleet and the capacity model), the labelled sensitive
+      requests guarded;
   (d) 4 FP16 + 4 INT4, precision-blind least-loaded (no policy): the throughput ceiling, no quality protection;
   (e) reference: 4 FP16 nodes serve everything, the four INT4 nodes idle (the old experiment's baseline).
 Each arm climbs one concurrency staircase per run (benchmarks/support/fleet_capacity.py) from which its capacity under
@@ -20,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,20 +38,24 @@ from quantroute.fleet import Fleet, load_fleet
 from quantroute.loadtest.stats import Slo
 from quantroute.loadtest.traffic import load_traffic, with_model
 from quantroute.policy.loader import load_policy
+from quantroute.policy.model import Rule
+from quantroute.quality_cost import TierDeltas, deltas_from_report
 from quantroute.sim.runner import running_fleet
+from quantroute.slo import SLOS as NAMED_SLOS
 from quantroute.tiers import Tier
+from quantroute.tune import NodeModel, Tuner, TuneRequest, tuned_policy
 from support import fleet_arms as arms
 from support.fleet_capacity import CapacityResult, Ladder, run_capacity
 from support.fleet_mixes import multi_turn, tolerant_mix, tolerant_share
 from support.fleet_report import write_report
-from support.fleet_slo import TTFT_REFERENCE, capacities
-from support.quality_cost import TierDeltas, deltas_from_report, quality_cost
+from support.fleet_slo import SLOS, TTFT_REFERENCE, capacities
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "llama-13b"
-LABELS = {"a": "(a) 8 FP16 nodes, all FP16", "b": "(b) 4+4, default tiered policy",
-          "c": "(c) 4+4, tuned within the quality budget", "d": "(d) 4+4, precision-blind least-loaded",
-          "e": "(e) ref: 4 FP16 serve, 4 INT4 idle"}
+LABELS = {"a": "(a) 8 FP16 nodes, all FP16", "b": "(b) 4+4, default tiered policy, spill off",
+          "b'": "(b') 4+4, default policy, SLO-aware spill", "c'": "(c') 4+4, tuner's policy per SLO",
+          "d": "(d) 4+4, precision-blind least-loaded", "e": "(e) ref: 4 FP16 serve, 4 INT4 idle"}
+ARMS = tuple(LABELS)
 TUNE_SLO = TTFT_REFERENCE  # the capacity the tuned candidates are compared at (the project's default SLO)
 
 
@@ -92,10 +100,12 @@ def hardware_rows(fleet: Fleet, context: int) -> list[dict]:
 
 
 def arm_setups(base, fleet: Fleet) -> dict[str, dict]:
-    """Fleet, policy and router view of each fixed arm ((c) is chosen by the grid)."""
+    """Fleet, policy and router view of each fixed arm ((c') comes from the tuner)."""
     eight = arms.all_fp16(fleet)
+    default = arms.adapt(base, fleet)
+    no_spill = default.model_copy(update={"spill": default.spill.model_copy(update={"enabled": False})})
     return {"a": {"fleet": eight, "policy": arms.adapt(base, eight, message="eight FP16 nodes")},
-            "b": {"fleet": fleet, "policy": arms.adapt(base, fleet)},
+            "b": {"fleet": fleet, "policy": no_spill}, "b'": {"fleet": fleet, "policy": default},
             "d": {"fleet": fleet, "policy": arms.blind(base, fleet), "router_view": arms.blind_view},
             "e": {"fleet": fleet, "policy": arms.fp16_only(base, fleet)}}
 
@@ -107,35 +117,52 @@ def measure(setup: dict, name: str, traffic, runs: int = 1, **kw) -> list[Capaci
                         router_view=setup.get("router_view"), **setup.get("router", {}), **kw)
 
 
-def tune(base, fleet: Fleet, traffic, deltas: TierDeltas, args, kw: dict) -> tuple[dict, list[dict], CapacityResult]:
-    """Arm (c): grid points within the quality budget (predicted loss over all traffic and in the worst category),
-    the `--tune-candidates` with the most INT4 traffic measured once each; the most capacity at TUNE_SLO wins."""
-    adapted = arms.adapt(base, fleet)
-    grid = []
-    for p in arms.threshold_grid(adapted, traffic):
-        cost = quality_cost(_counts(p.pairs), {Tier.int4.value: deltas})
-        grid.append({"point": p, "label": p.label, "int4_share": p.int4_share, "predicted": cost,
-                     "within": cost.overall_pts <= args.quality_budget and cost.worst_pts <= args.category_budget})
-    chosen, best = None, None
-    for g in [g for g in grid if g["within"]][:args.tune_candidates]:
-        [r] = measure({"fleet": fleet, "policy": g["point"].policy}, f"c:{g['label']}", traffic, **kw)
-        g["measured"] = capacities(r)
-        print(f"  tuned candidate {g['label']}: INT4 share {g['int4_share']:.0%}, predicted worst loss "
-              f"{g['predicted'].worst_pts:.2f} pts, {g['measured'][TUNE_SLO]:,.0f} tok/s at {TUNE_SLO}", flush=True)
-        if best is None or g["measured"][TUNE_SLO] > capacities(best)[TUNE_SLO]:
-            chosen, best = g, r
-    if chosen is None or best is None:
-        raise SystemExit(f"no threshold keeps the expected loss within {args.quality_budget} points overall and "
-                         f"{args.category_budget} in every category")
-    return {"fleet": fleet, "policy": chosen["point"].policy}, grid, best
+def guard_set(model: str, lines) -> list[TuneRequest]:
+    """The labelled sensitive set the tuner may not serve below FP8 (on this fleet: FP16): the hand-labelled
+    requests an operator put on FP16 (data/requests/labelled.jsonl) and the traffic's own sensitive first turns."""
+    rows = [json.loads(x) for x in (REPO / "data/requests/labelled.jsonl").read_text().splitlines() if x.strip()]
+    out = [TuneRequest({**r["body"], "model": model}, {k.lower(): v for k, v in (r.get("headers") or {}).items()})
+           for r in rows if r["expected_tier"] == "fp16"]
+    return out + [TuneRequest(ln.body, ln.headers) for ln in lines if ln.class_ == "sensitive" and ln.turn == 1]
 
 
-def _counts(pairs) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for cat, tier in pairs:
-        out.setdefault(cat, {}).setdefault(tier, 0)
-        out[cat][tier] += 1
-    return out
+def tune(base, fleet: Fleet, traffic, deltas: TierDeltas, args) -> tuple[dict[str, dict], dict[str, str]]:
+    """Arm (c'): the tuner's policy for every SLO of the table (thresholds and rule weights within the budget, the
+    experiment's candidate rules as proposals it may switch on, spill aimed at that SLO). SLOs whose proposals
+    route the same way share one policy (spill aimed at the tightest of them): returns {group: {policy, slos,
+    result}} and SLO name -> group."""
+    proposals = [Rule.model_validate({**r, "enabled": False}) for r in arms.TUNED_RULES]
+    start = arms.adapt(base, fleet)
+    start = start.model_copy(update={"rules": [*start.rules, *proposals]})
+    hw, shape = load_hardware(), load_models()[fleet.model_shape]
+    nodes = [NodeModel(n.deployment.tier, hw[n.hardware], capacity.FORMATS[n.deployment.format], n.max_num_seqs)
+             for n in fleet.nodes]
+    requests = [TuneRequest(ln.body, ln.headers, ln.session) for ln in traffic]
+    guard = guard_set(MODEL, traffic)
+    groups: dict[str, dict] = {}
+    slo_group: dict[str, str] = {}
+    for latency in SLOS:
+        named = next(s for s in NAMED_SLOS.values() if s.label == latency.name)
+        result = Tuner(start, requests, {Tier.int4.value: deltas}, nodes, shape, named, budget_pts=args.quality_budget,
+                       category_budget_pts=args.category_budget, guard=guard).run()
+        if result.best is None:
+            raise SystemExit(f"the tuner found no policy within {args.quality_budget} points overall and "
+                             f"{args.category_budget} in every category for {named.label}")
+        key = json.dumps([result.best.weights, [t.model_dump(mode="json") for t in result.best.thresholds]],
+                         sort_keys=True)
+        if key not in groups:  # SLOS runs tightest first, so a group's spill aims at its tightest SLO
+            policy = tuned_policy(start, result.best, named, version=start.version, author="quantroute policy tune",
+                                  created_at=start.created_at, budget=f"{args.quality_budget:g} / "
+                                  f"{args.category_budget:g} pts")
+            groups[key] = {"policy": policy, "slos": [], "result": result}
+        groups[key]["slos"].append(latency.name)
+        slo_group[latency.name] = key
+        print(f"  tuner, {named.label}: predicted {result.best.capacity_tok_s:,.0f} tok/s (active "
+              f"{result.active.capacity_tok_s:,.0f}), INT4 {result.best.tier_share.get('int4', 0):.0%} of requests, "
+              f"expected loss {result.best.quality.overall_pts:.2f} / {result.best.quality.worst_pts:.2f} pts",
+              flush=True)
+    names = {k: f"c'{i + 1}" if len(groups) > 1 else "c'" for i, k in enumerate(groups)}
+    return {names[k]: g for k, g in groups.items()}, {s: names[k] for s, k in slo_group.items()}
 
 
 def run(args, checkpoint) -> dict:
@@ -152,25 +179,30 @@ def run(args, checkpoint) -> dict:
                     warmup_s=args.warmup, window_s=args.window, windows=args.windows, plateau_steps=2,
                     drain_s=args.drain)
     kw = dict(ladder=ladder, slo=climb_slo, time_scale=args.time_scale)
-    out: dict = {"params": vars(args), "labels": LABELS, "sweep": {}, "headline_share": tolerant_share(mixed),
+    out: dict = {"params": vars(args), "labels": dict(LABELS), "sweep": {}, "headline_share": tolerant_share(mixed),
                  "hardware": hardware_rows(fleet, args.context)}
     t0 = time.time()
     deltas = eval_deltas(fleet, arms.adapt(base, fleet), args.db)
     out["deltas"] = deltas
     setups = arm_setups(base, fleet)
-    setups["c"], out["grid"], first_c = tune(base, fleet, mixed, deltas, args, kw)
-    order = [k for k in "abcde" if k in args.arms]
-    out["arms"] = {k: [] for k in order}
-    if "c" in out["arms"]:
-        out["arms"]["c"].append(first_c)
+    order = [k for k in ARMS if k in args.arms]
+    out["arms"], out["tuned"], out["slo_arm"] = {}, {}, {}
+    if "c'" in order:
+        groups, out["slo_arm"] = tune(base, fleet, mixed, deltas, args)
+        for name, g in groups.items():
+            setups[name] = {"fleet": fleet, "policy": g["policy"]}
+            out["tuned"][name] = {"slos": g["slos"], "result": g["result"], "policy": g["policy"]}
+            out["labels"][name] = LABELS["c'"] + (f" ({', '.join(g['slos'])})" if len(groups) > 1 else "")
+        order = [k for k in order if k != "c'"] + list(groups)
     for key in order:
-        # (c)'s first run is the tuning run; (e) is a reference
-        n = args.repeats - (key == "c") if key != "e" else args.reference_repeats
+        n = args.repeats if key != "e" else args.reference_repeats
+        out["arms"][key] = []
         for r in measure(setups[key], key, mixed, runs=n, **kw) if n > 0 else []:
             out["arms"][key].append(r)
             caps = capacities(r)
-            print(f"{LABELS[key]}: " + ", ".join(f"{k} {v:,.0f}" for k, v in caps.items())
+            print(f"{out['labels'][key]}: " + ", ".join(f"{k} {v:,.0f}" for k, v in caps.items())
                   + f" ({time.time() - t0:.0f} s)", flush=True)
+        checkpoint(out)
     checkpoint(out)
     if not args.skip_affinity:
         turns = multi_turn(pool)
@@ -205,12 +237,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3, help="runs of each arm (the tables show median and range)")
     ap.add_argument("--reference-repeats", type=int, default=1, help="runs of the reference arm (e)")
-    ap.add_argument("--arms", default="abcde", help="which of the arms a..e to run (c is always tuned)")
+    ap.add_argument("--arms", default="a,b,b',c',d,e", help=f"which arms to run, comma-separated, of {', '.join(ARMS)}")
     ap.add_argument("--quality-budget", type=float, default=0.5,
                     help="most expected pass-rate loss over all traffic, points, the tuned arm (c) may take")
     ap.add_argument("--category-budget", type=float, default=6.0,
                     help="most expected pass-rate loss in any one eval category, points, for the tuned arm (c)")
-    ap.add_argument("--tune-candidates", type=int, default=2, help="grid points within the budget measured for (c)")
     ap.add_argument("--start", type=int, default=64, help="first step's concurrency")
     ap.add_argument("--factor", type=float, default=1.8, help="concurrency ratio between steps")
     ap.add_argument("--max-steps", type=int, default=5)
@@ -233,10 +264,12 @@ def main() -> None:
                     "filled by running the paired eval on the simulator)")
     ap.add_argument("--out", type=Path, default=REPO / "docs/experiments")
     args = ap.parse_args()
+    args.argv = " ".join(sys.argv[1:])
     if args.repeats < 1:
         ap.error(f"--repeats: {args.repeats} is not a number of runs >= 1")
-    if not set(args.arms) <= set("abcde") or not args.arms:
-        ap.error(f"--arms: {args.arms!r}; give letters from abcde")
+    args.arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    if not args.arms or not set(args.arms) <= set(ARMS):
+        ap.error(f"--arms: {','.join(args.arms)!r}; give a comma-separated list of {', '.join(ARMS)}")
     t0 = time.time()
     load0 = os.getloadavg()
     out_dir = Path(args.out)

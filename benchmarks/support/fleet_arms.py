@@ -24,8 +24,8 @@ from quantroute.classify import compile_policy
 from quantroute.fleet import Fleet, NodeSpec
 from quantroute.loadtest.traffic import TrafficLine
 from quantroute.policy.model import DeploymentMeta, Policy, Rule, Threshold, TierSpec
+from quantroute.quality_cost import request_category
 from quantroute.tiers import Tier, cheapest_served_tier
-from support.quality_cost import request_category
 
 # Why these: greedy decoding is where quantization noise flips the winning token (seed 000), so temperature <= 0.2
 # alone is worth a higher tier; rewriting tasks (summaries, extraction, translation) must stay faithful to a

@@ -35,8 +35,8 @@ from quantroute.loadtest.stack import FleetStack, fleet_stack
 from quantroute.loadtest.stats import Slo, StepStats, breach, summarize
 from quantroute.loadtest.traffic import RequestResult, TrafficLine, replay, units
 from quantroute.policy.model import Policy
+from quantroute.quality_cost import request_category, served_counts
 from support.fleet_arms import top_tier_share
-from support.quality_cost import request_category, served_counts
 
 
 class Invariants(BaseModel):
@@ -389,7 +389,10 @@ def run_capacity(fleet: Fleet, policy: Policy, runs: Sequence[tuple[str, str, Se
     # The router's waits run on the wall clock; scale them so a pinned session waits as long in simulated time
     # as the policy says.
     sessions = policy.sessions.model_copy(update={"max_wait_ms": int(policy.sessions.max_wait_ms * time_scale)})
-    policy = policy.model_copy(update={"sessions": sessions})
+    # Likewise the SLO spill aims at: the router observes wall-clock TPOT and TTFT, time_scale times the simulated
+    spill = policy.spill.model_copy(update={k: getattr(policy.spill, k) * time_scale
+                                            for k in ("tpot_p95_ms", "ttft_p95_ms") if getattr(policy.spill, k)})
+    policy = policy.model_copy(update={"sessions": sessions, "spill": spill})
 
     async def go(stack: FleetStack) -> list[CapacityResult]:
         return [await climb(stack, name=n, label=lb, policy=policy, traffic=t, ladder=ladder, slo=slo,

@@ -10,10 +10,10 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
+from quantroute.quality_cost import QualityCost, quality_cost
 from quantroute.tiers import Tier
 from support.fleet_capacity import CapacityResult
 from support.fleet_slo import SLOS, TTFT_REFERENCE, capacities
-from support.quality_cost import QualityCost, quality_cost
 
 SEED_GAIN = 0.35  # seed 000's reported gain of tiered routing on real A100s
 
@@ -82,6 +82,36 @@ def gains_table(out: dict) -> str:
         rows.append("| (b) as a share of (d) | " + " | ".join(
             _pct_spread([g + 1 for g in paired_gains(arms["b"], arms["d"], s.name)]).replace("+", "")
             for s in SLOS) + " |")
+    if "b'" in arms:
+        cells = []
+        for s in SLOS:
+            best, share = best_arm(out, s.name), None
+            if best is not None:
+                share = statistics.median(caps_by_slo(arms["b'"])[s.name]) / best[1] if best[1] else None
+            cells.append(f"{share:.0%} of {best[0]}" if share is not None and best is not None else "-")
+        rows.append("| (b') as a share of the best arm (medians) | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def best_arm(out: dict, slo: str) -> tuple[str, float] | None:
+    """The arm (other than the reference (e)) with the highest median capacity under `slo`."""
+    meds = {k: statistics.median(caps_by_slo(runs)[slo]) for k, runs in out["arms"].items() if runs and k != "e"}
+    if not meds:
+        return None
+    key = max(meds, key=lambda k: meds[k])
+    return out["labels"][key].split(" ")[0], meds[key]
+
+
+def floor_table(out: dict) -> str:
+    """Requests the traffic labels sensitive, served on INT4: by the router's own choice (below their floor) or
+    because their session was pinned there by a tolerant first turn."""
+    rows = ["| arm | sensitive requests served | on INT4 by the classifier or spill (below the floor) | "
+            "on INT4 through a session pin |", "|---|---:|---:|---:|"]
+    for key, runs in out["arms"].items():
+        n = sum(r.invariants.sensitive for r in runs)
+        below = sum(r.invariants.sensitive_on_int4_unpinned for r in runs)
+        pinned = sum(r.invariants.sensitive_on_int4_pinned for r in runs)
+        rows.append(f"| {out['labels'][key]} | {n} | {below} | {pinned} |")
     return "\n".join(rows)
 
 
@@ -108,15 +138,20 @@ def class_table(out: dict) -> str:
     return "\n".join(rows)
 
 
-def grid_table(out: dict) -> str:
-    rows = ["| grid point (score >= t on FP16) | traffic on INT4 | predicted loss, all / worst category (pts) "
-            f"| within the budget | measured {TTFT_REFERENCE} tok/s |", "|---|---:|---|---|---:|"]
-    for g in out["grid"]:
-        q = g["predicted"]
-        meas = g.get("measured")
-        rows.append(f"| {g['label']} | {g['int4_share']:.0%} | {q.overall_pts:.2f} / {q.worst_pts:.2f} "
-                    f"({q.worst_category or '-'}) | {'yes' if g['within'] else 'no'} | "
-                    f"{f'{meas[TTFT_REFERENCE]:,.0f}' if meas else '-'} |")
+def tuned_table(out: dict) -> str:
+    """What the tuner proposed for each group of SLOs, with its predictions against the default policy's."""
+    rows = ["| policy | SLOs | predicted tok/s (default policy) | requests on INT4 | expected loss, all / worst (pts) "
+            "| thresholds | rule weights changed |", "|---|---|---:|---:|---|---|---|"]
+    for name, t in out.get("tuned", {}).items():
+        r, pol = t["result"], t["policy"]
+        b, base_rules = r.best, r.active.weights
+        th = ", ".join(f"{x.tier.value} >= {x.min_score:g}" for x in b.thresholds)
+        changed = ", ".join(f"{n} {base_rules.get(n, 0):g} -> {w:g}" for n, w in b.weights.items()
+                            if abs(w - base_rules.get(n, 0.0)) > 1e-9) or "none"
+        rows.append(f"| {out['labels'][name].split(' ')[0]} | {', '.join(t['slos'])} | {b.capacity_tok_s:,.0f} "
+                    f"({r.active.capacity_tok_s:,.0f}) | {b.tier_share.get('int4', 0):.0%} | "
+                    f"{b.quality.overall_pts:.2f} / {b.quality.worst_pts:.2f} ({b.quality.worst_category or '-'}) | "
+                    f"{th} | {changed}; spill at {pol.spill.tpot_p95_ms or '-'} ms TPOT |")
     return "\n".join(rows)
 
 
@@ -204,17 +239,18 @@ def charts(out: dict, rows: list[dict], out_dir: Path) -> list[str]:
 
 
 def seed_note(out: dict) -> str:
-    """Where (b) reaches seed 000's ~35 % over (a), worded from the medians."""
+    """Where each tiered arm reaches seed 000's ~35 % over (a), worded from the medians."""
     arms = out["arms"]
-    if "a" not in arms or "b" not in arms:
+    if "a" not in arms:
         return ""
-    med = {s.name: statistics.median(paired_gains(arms["b"], arms["a"], s.name) or [0.0]) for s in SLOS}
-    reached = [n for n, g in med.items() if g >= SEED_GAIN - 0.05]
-    parts = ", ".join(f"{n}: {g:+.0%}" for n, g in med.items())
-    if reached:
-        return (f"Median gain of (b) over (a) per SLO: {parts}. Seed 000's ~35 % is reached (within 5 points) under "
-                f"{', '.join(reached)}.")
-    return f"Median gain of (b) over (a) per SLO: {parts}. Seed 000's ~35 % is reached under none of them."
+    notes = []
+    for key in [k for k in arms if k not in ("a", "e", "d")]:
+        med = {s.name: statistics.median(paired_gains(arms[key], arms["a"], s.name) or [0.0]) for s in SLOS}
+        reached = [n for n, g in med.items() if g >= SEED_GAIN]
+        label = out["labels"][key].split(" ")[0]
+        notes.append(f"{label} reaches seed 000's +35 % under "
+                     + (", ".join(reached) if reached else "none of the SLOs") + ".")
+    return " ".join(notes)
 
 
 def write_report(out: dict, out_dir: Path, elapsed_s: float) -> Path:
@@ -231,43 +267,60 @@ def write_report(out: dict, out_dir: Path, elapsed_s: float) -> Path:
 Generated by `make experiment` (`benchmarks/fleet_mix.py`, {elapsed_s / 60:.0f} min on the shared 2-core dev machine,
 {load}). **All figures come from the simulator's capacity model (`quantroute/capacity.py`), not from a GPU.**
 
-The earlier version of this page compared the tiered arm on eight nodes with a baseline that left four of them idle,
-so most of its +119 % was twice the hardware; every arm below runs on the same eight A100-80GB nodes of
-`data/fleet-seed000.yaml` (13B), and (e) keeps that old baseline as a reference.
+Every arm runs on the same eight A100-80GB nodes of `data/fleet-seed000.yaml` (13B). What this run did:
+`python benchmarks/fleet_mix.py {p.get('argv', '')}`.
+
+## What changed, and why
+
+Under the default tiered policy (b) the FP16 nodes carried the sensitive traffic while tolerant traffic queued for
+INT4 until INT4 had no room at all; at tight latency SLOs INT4 hit its knee first and the fleet lost capacity
+against eight FP16 nodes. Two changes:
+
+- **SLO-aware spill** (arm (b'), the default policy as shipped): an unpinned request whose cheapest allowed tier is
+  at its knee (its next request would run slower than the policy's `spill` SLO, judged from the capacity model's
+  decode step at the node's batch, scaled by the TPOT the router observed on it, and from its queue and KV use) goes
+  **up** to a tier whose nodes have headroom; never down; pinned sessions keep their tier (docs/guides/tiering.md).
+- **`quantroute policy tune`** (arm (c')): the thresholds and rule weights with the most predicted capacity at a
+  named SLO whose expected quality loss (eval deltas per category x the traffic each category sends below FP16,
+  pins kept) stays within **{p['quality_budget']:g} points over all traffic and {p['category_budget']:g} in any category**, and that
+  serves none of the labelled sensitive requests (data/requests/labelled.jsonl's FP16 rows and the traffic's
+  sensitive first turns) below FP8. The experiment adds two disabled proposal rules to the default policy
+  (`greedy-decoding`, temperature <= 0.2, weight 3; `faithful-rewrite`, summaries / extraction / translation, weight
+  1; benchmarks/support/fleet_arms.py) that the tuner may switch on. The hand grid the earlier (c) arm searched is
+  gone: the tuner covers it.
 
 ## Method
 
 Traffic: `data/traffic/mixed.jsonl` (60 % tolerant). Each run of an arm is one closed-loop concurrency staircase
-({p['start']} clients, x{p['factor']:g} per step, up to {p['max_steps']} steps; {p['windows']} windows of {p['window']:g} s per step after
+({p['start']} clients, x{p['factor']:g} per step, up to {p['max_steps']} steps; {p['windows']} window(s) of {p['window']:g} s per step after
 {p['warmup']:g} s of warm-up, wall clock at time scale {p['time_scale']:g}; each step's figures are the median of its windows) that
 climbs until errors exceed 1 %, two steps in a row add < 3 % throughput, or p95 TTFT passes {p['ttft_ceiling_ms'] / 1000:g} s.
 The capacity under an SLO is the most output tok/s of a step before the first step that breaks it
-(`benchmarks/support/fleet_slo.py`); *throughput-bound* has no latency limit but that ceiling. {p['repeats']} runs per arm
-(the reference (e): {p['reference_repeats']}), one after the other on one fleet and router per arm ((c)'s first run is its tuning run, on
-a fleet of its own); tables give the median and the range (min-max) of the runs, and gains are paired run by run
-(run i of an arm against run i of (a)).
+(`benchmarks/support/fleet_slo.py`); *throughput-bound* has no latency limit but that ceiling. {p['repeats']} run(s) per arm
+(the reference (e), when run: {p['reference_repeats']}), one after the other on one fleet and router per arm; tables give the median and the
+range (min-max) of the runs, and gains are paired run by run (run i of an arm against run i of (a)). The spill SLO
+and the pinned wait are scaled by the time scale, as the router sees wall-clock latency.
 
 Quality cost: a paired eval of the INT4 deployment against FP16 on the golden suite (eval run {deltas.run_id}, stored in
 the DB; the simulator's answers degrade per tier and category as `data/quality.yaml` says) gives INT4's pass-rate
 change per category (points: {cats}; overall {deltas.overall * 100:+.1f}). Every request an arm served is put in
 an eval category by `request_category` (keywords of the request) and counted by the tier of the node that served it;
-expected loss per category = share of that category served on INT4 x INT4's drop on it. Arm (c) is the grid point
-(one threshold: score >= t runs on FP16, below on INT4; with and without the greedy / rewrite rules) with the most
-capacity at {TTFT_REFERENCE} among the {p['tune_candidates']} with the most INT4 traffic whose predicted loss (classifier and pins,
-room everywhere) stays within the operator's budget: **{p['quality_budget']:g} points over all traffic and {p['category_budget']:g} in any
-category** (`--quality-budget`, `--category-budget`). Pins count: a session that starts as tolerant chat and turns into
-a precise task stays on its first tier, so its later turns are where most of a tiered policy's math and code loss is.
+expected loss per category = share of that category served on INT4 x INT4's drop on it.
 
 ## Capacity per SLO, output tok/s: median (range) of {p['repeats']} runs, with the quality cost
 
 {headline_table(out, qc)}
 
-Gain over (a) at equal hardware, paired by run (median, range); the last row is how close (b) comes to the
-precision-blind ceiling (d):
+Gain over (a) at equal hardware, paired by run (median, range); then how close (b) comes to the precision-blind
+ceiling (d), and (b') to the best arm of each column:
 
 {gains_table(out)}
 
 {seed_note(out)}
+
+Labelled-sensitive requests (the traffic file's `sensitive` class) served on INT4, over all runs of each arm:
+
+{floor_table(out)}
 
 Why INT4 buys less at capacity than at batch 1 (capacity model, 13B on A100, {p['context']:,} tokens of context per
 sequence): the weights are read once per step for the whole batch, the KV cache once per sequence, and INT4 shrinks
@@ -285,9 +338,13 @@ Share of each request class (the traffic file's labels) served on INT4:
 
 {class_table(out)}
 
-## The tuned arm (c): grid over thresholds
+## The tuner's policy (c')
 
-{grid_table(out)}
+`quantroute/tune.py` on the same inputs as `quantroute policy tune`; predicted capacity is the capacity model's
+(decode only, so above what the simulator measures), predicted loss assumes room everywhere (spill only moves
+traffic up, so it is an upper bound).
+
+{tuned_table(out)}
 """
     if aff:
         md += f"""
@@ -318,8 +375,8 @@ capacity at p95 TTFT <= 1 s.
     data = {"params": p, "elapsed_s": elapsed_s, "deltas": deltas.model_dump(mode="json"),
             "arms": {k: [r.model_dump(mode="json") for r in runs] for k, runs in out["arms"].items()},
             "quality": {k: q.model_dump() for k, q in qc.items()},
-            "grid": [{k: v for k, v in g.items() if k != "point"} | {"predicted": g["predicted"].model_dump()}
-                     for g in out["grid"]],
+            "tuned": {k: {"slos": t["slos"], "result": t["result"].model_dump(mode="json")}
+                      for k, t in out.get("tuned", {}).items()},
             "affinity": {m: [r.model_dump(mode="json") for r in rs] for m, rs in (aff or {}).items()},
             "sweep": [{**r} for r in rows], "hardware": out["hardware"]}
     (out_dir / "fleet-mix.json").write_text(json.dumps(data, indent=1, default=str))

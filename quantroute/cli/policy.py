@@ -296,3 +296,115 @@ def verify(policies_dir: str, db_url: str | None) -> None:
     if problems:
         sys.exit(1)
     click.echo(f"{policies_dir}: every file matches the database")
+
+
+@policy.command()
+@click.option("--slo", required=True, help="the SLO to maximise capacity at: tpot30, tpot50, tpot100, ttft500, "
+              "ttft1000 or throughput")
+@click.option("--fleet", "fleet_file", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="fleet file (hardware, formats, batch limits of the nodes)")
+@click.option("--traffic", "traffic_file", type=click.Path(dir_okay=False, exists=True),
+              help="traffic file (JSON Lines, data/traffic/README.md); default: the request log's replays")
+@click.option("--log-rows", default=5000, show_default=True, type=click.IntRange(1),
+              help="newest logged requests to read when no --traffic is given")
+@click.option("--budget", default=0.5, show_default=True, type=click.FloatRange(0),
+              help="most expected pass-rate loss over all traffic, points")
+@click.option("--category-budget", default=6.0, show_default=True, type=click.FloatRange(0),
+              help="most expected pass-rate loss in any one eval category, points")
+@click.option("--dry-run", is_flag=True, help="print the proposal; write no draft")
+@DIR_OPT
+@DB_OPT
+@_guard
+def tune(slo: str, fleet_file: str, traffic_file: str | None, log_rows: int, budget: float, category_budget: float,
+         dry_run: bool, policies_dir: str, db_url: str | None) -> None:
+    """Propose thresholds and rule weights with the most capacity at an SLO within a quality budget.
+
+    Reads the active policy, the eval deltas stored per category, the traffic, the fleet and the capacity model;
+    prints each candidate's predicted capacity and quality loss, the diff against the active version and its
+    what-if replay, and writes the best as a draft version for review (it never activates anything)."""
+    from quantroute.clock import utcnow
+    from quantroute.evals import tuning
+    from quantroute.fleet import load_fleet
+    from quantroute.slo import slo_named
+    from quantroute.tune import MissingEvals, SloUnmeetable, Tuner, TuneRequest, tuned_policy
+
+    try:
+        named = slo_named(slo)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--slo") from None
+    store = _store(policies_dir, db_url)
+    active = store.active()
+    fleet = load_fleet(fleet_file)
+    if traffic_file:
+        from quantroute.loadtest.traffic import TrafficError, load_traffic
+
+        try:
+            lines = load_traffic(traffic_file)
+        except TrafficError as e:
+            _fail(str(e))
+            return
+        requests = [TuneRequest(ln.body, ln.headers, ln.session) for ln in lines]
+        sensitive = [TuneRequest(ln.body, ln.headers) for ln in lines if ln.class_ == "sensitive" and ln.turn == 1]
+        source = f"{len(requests)} requests of {traffic_file}"
+    else:
+        requests, sensitive = tuning.logged_requests(store.engine, limit=log_rows), []
+        source = f"the newest {len(requests)} logged requests"
+    if not requests:
+        _fail("no traffic to tune for: the request log holds no request bodies (prompt storage `none`, or no "
+              "traffic yet); pass --traffic FILE")
+    unknown = tuning.models_of(requests) - active.models()
+    if unknown:
+        _fail(f"the traffic asks for {', '.join(sorted(unknown))}, which the active policy (version "
+              f"{active.version}) does not serve; valid models: {', '.join(sorted(active.models()))}")
+    deltas, hint = tuning.eval_deltas(store.engine, fleet)
+    nodes, shape = tuning.fleet_nodes(fleet)
+    guard = tuning.labelled_guard(next(iter(sorted(active.models())))) + sensitive
+    try:
+        result = Tuner(active, requests, deltas, nodes, shape, named, budget_pts=budget,
+                       category_budget_pts=category_budget, guard=guard, eval_hint=hint).run()
+    except (MissingEvals, SloUnmeetable) as e:
+        _fail(str(e))
+        return
+    console = Console()
+    console.print(f"tuning version {active.version} for {named.label} over {source}; budget {budget:g} pts overall, "
+                  f"{category_budget:g} in any category; {len(guard)} labelled sensitive requests guarded")
+    console.print("capacity model at the SLO: " + ", ".join(f"{t} {c:,.0f} tok/s" for t, c in
+                                                           result.tier_capacity.items())
+                  + f" ({result.context_tokens} tokens of context a sequence)")
+    table = Table("candidate", "predicted tok/s", "requests per tier", "loss all / worst (pts)", "within budget")
+    for c in [result.active, *result.candidates]:
+        q = c.quality
+        table.add_row(c.label, f"{c.capacity_tok_s:,.0f}", ", ".join(f"{t} {s:.0%}" for t, s in c.tier_share.items()),
+                      f"{q.overall_pts:.2f} / {q.worst_pts:.2f} ({q.worst_category or '-'})",
+                      "yes" if c.within else "no")
+    console.print(table)
+    best = result.best
+    if best is None:
+        _fail(f"no candidate keeps the expected loss within {budget:g} points overall and {category_budget:g} in "
+              "every category with the labelled sensitive requests kept up; loosen the budget or add evals")
+        return
+    draft = tuned_policy(active, best, named, version=max(store.versions()) + 1, author="quantroute policy tune",
+                         created_at=utcnow(), budget=f"{budget:g} / {category_budget:g} pts")
+    _print_proposal(console, active, draft, requests)
+    if dry_run:
+        console.print("dry run: no draft written")
+        return
+    author = acting_user(store.engine)
+    v = store.new(parent=active.version, author=author, message=draft.message, policy=draft)
+    click.echo(f"wrote {store.path(v)} (version {v}, a draft, parent {active.version}); it needs a reviewer's "
+               "approval before activation; nothing was activated")
+
+
+def _print_proposal(console: Console, active: Policy, draft: Policy, requests) -> None:
+    """The diff against the active version and the what-if replay of the traffic under both."""
+    from quantroute.policy.diff import diff_policies
+    from quantroute.whatif import reclassify
+
+    console.print(f"proposal: {draft.message}")
+    for c in diff_policies(active, draft):
+        console.print(f"  {c}")
+    report = reclassify(active, draft, ((i, {"body": r.body, "headers": r.headers}) for i, r in enumerate(requests)))
+    moves = ", ".join(f"{a} -> {b}: {n}" for (a, b), n in report.transitions().most_common()) or "none"
+    causes = ", ".join(f"{r} ({n})" for r, n in report.causes().most_common(5)) or "-"
+    console.print(f"what-if replay: {len(report.changed)} of {report.total} requests change their minimum tier "
+                  f"({moves}); rules responsible: {causes}")

@@ -13,12 +13,12 @@ import json
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict
 
 from quantroute.catalog import DATA_DIR
+from quantroute.quality_cost import content_text
 from quantroute.tiers import Tier
 
 DEFAULT_SUITES = str(DATA_DIR / "evals" / "*.jsonl")
@@ -75,15 +75,6 @@ class EvalItem:
     # Position of the item in its suite category's difficulty order, in (0, 1); see `load_suites`.
     difficulty: float | None = None
     category_size: int = 1
-
-
-def content_text(content: Any) -> str:
-    """A chat message's text: a string, or the text parts of a list of content parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
 
 
 def prompt_key(body: dict) -> str:

@@ -11,12 +11,12 @@ from quantroute.fleet import load_fleet
 from quantroute.loadtest.stats import Slo
 from quantroute.loadtest.traffic import load_traffic, with_model
 from quantroute.policy.loader import dump_policy, parse_policy
+from quantroute.quality_cost import TierDeltas, deltas_from_report, quality_cost, request_category
 from quantroute.tiers import Tier
 from support import fleet_arms as arms
 from support.fleet_capacity import CapacityResult, Invariants, StepResult
 from support.fleet_mixes import multi_turn
 from support.fleet_slo import SLOS, THROUGHPUT, LatencySlo, capacities, capacity_under
-from support.quality_cost import TierDeltas, deltas_from_report, quality_cost, request_category
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = load_fleet(REPO / "data/fleet-seed000.yaml")

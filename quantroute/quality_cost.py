@@ -18,7 +18,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from quantroute.sim.quality import content_text
 from quantroute.tiers import Tier
 
 CATEGORIES = ("math", "code", "json", "structured", "multilingual", "long_context", "chat", "safety")
@@ -30,6 +29,15 @@ _CODE = re.compile(r"\b(sql|postgresql|select|python|typescript|javascript|bash|
 _MULTILINGUAL = re.compile(r"translat|antworte|réponds|responde|auf deutsch|en français|en español")
 _MATH = re.compile(r"\b(solve|step by step|math|interest|equation|how many ways|percent)\b|\d\s*[%^*/+]\s*\d|\d%")
 _STRUCTURED = re.compile(r"\b(classify|extract|summari[sz]e|bullets|categories|table|csv)\b")
+
+
+def content_text(content: Any) -> str:
+    """A chat message's text: a string, or the text parts of a list of content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
 
 
 def request_category(body: Mapping[str, Any]) -> str:
@@ -84,7 +92,7 @@ def deltas_from_report(report: Mapping[str, Any], *, tier: Tier, deployment: str
 
 def served_counts(pairs: Iterable[tuple[str, str]]) -> dict[str, dict[str, int]]:
     """(category, tier) per served request -> category -> tier -> requests."""
-    out: dict[str, Counter] = defaultdict(Counter)
+    out: dict[str, Counter[str]] = defaultdict(Counter)
     for category, tier in pairs:
         out[category][tier] += 1
     return {c: dict(n) for c, n in sorted(out.items())}
