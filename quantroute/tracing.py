@@ -117,8 +117,8 @@ class Tracing:
 
     @contextmanager
     def span(self, name: str, attributes: Mapping[str, Any] | None = None, kind: str = "internal") -> Iterator[Any]:
-        """A span around a block, current inside it (spans started there are its children); an exception ends
-        it as an error and goes on."""
+        """A span around a block, current inside it (spans started there are its children); an exception raised
+        in the block is recorded on it, marks it an error, and propagates."""
         with self.tracer.start_as_current_span(name, kind=self.kinds[kind], attributes=attributes) as s:
             yield s
 

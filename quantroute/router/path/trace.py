@@ -1,6 +1,6 @@
 """A request's spans, when tracing is on (quantroute.tracing): the request (a child of the caller's `traceparent`),
 its decision (rules fired, tier, pin) and each upstream attempt (node, status, TTFT), whose `traceparent` goes to
-the node so vLLM's spans continue the trace. Callers hold no Tracing when it is off and never reach this module."""
+the node so vLLM's spans continue the trace. With tracing off, callers hold no Tracing and call nothing here."""
 
 from __future__ import annotations
 
