@@ -200,3 +200,54 @@ def agreement_trend(df: pd.DataFrame) -> Drawable:
                  alt.Tooltip("ci_low:Q", format=".1%", title="CI low"),
                  alt.Tooltip("ci_high:Q", format=".1%", title="CI high")])
     return alt.layer(band, line).properties(height=260)
+
+
+def judge_frame(judgement: dict) -> pd.DataFrame:
+    """One row per judged metric, in display units (percent, or percentage points for proportions)."""
+    rows = []
+    for m in judgement.get("metrics") or []:
+        unit = "%" if m["unit"] == "relative" else "pts"
+
+        def pct(v):
+            return None if v is None else 100 * v
+
+        rows.append({"metric": m["label"], "verdict": m["verdict"], "unit": unit, "critical": m["critical"],
+                     "estimate": pct(m.get("estimate")), "low": pct(m.get("low")), "high": pct(m.get("high")),
+                     "allowed": pct(m["allowed"]), "candidate": m["n_candidate"], "baseline": m["n_baseline"],
+                     "needed": m.get("needed")})
+    return pd.DataFrame(rows)
+
+
+VERDICT_COLOURS = alt.Scale(domain=["pass", "fail", "inconclusive", "no data"],
+                            range=["#27ae60", "#c0392b", "#7f8c8d", "#bdc3c7"])
+
+
+def judge_effect(row: pd.Series) -> Drawable:
+    """One metric's effect (candidate vs baseline) as a point with its always-valid interval, against the allowed
+    band (green up to the allowed regression, a red rule at it) and zero. An unbounded side is drawn to the edge."""
+    allowed = float(row["allowed"])
+    est = row["estimate"] if pd.notna(row["estimate"]) else None
+    known = [v for v in (row["low"], row["high"], est) if v is not None and pd.notna(v)]
+    span = max([abs(v) for v in known] + [allowed]) * 1.3
+    lo = row["low"] if pd.notna(row["low"]) else -span
+    hi = row["high"] if pd.notna(row["high"]) else span
+    lo, hi = max(lo, -span), min(hi, span)
+    x = alt.Scale(domain=[-span, span], nice=False)
+    title = f"{row['metric']} ({row['unit']}): {row['verdict']}"
+    band = alt.Chart(pd.DataFrame({"a": [-span], "b": [allowed]})).mark_rect(color="#27ae60", opacity=0.12).encode(
+        x=alt.X("a:Q", scale=x, title=f"candidate vs baseline ({row['unit']})"), x2="b:Q")
+    limit = alt.Chart(pd.DataFrame({"allowed": [allowed]})).mark_rule(color="red", strokeDash=[4, 3]).encode(
+        x=alt.X("allowed:Q", scale=x), tooltip=[alt.Tooltip("allowed:Q", format=".2f", title="allowed")])
+    zero = alt.Chart(pd.DataFrame({"z": [0.0]})).mark_rule(color="#555").encode(x=alt.X("z:Q", scale=x))
+    data = pd.DataFrame({"low": [lo], "high": [hi], "estimate": [est if est is not None else 0.0],
+                         "verdict": [row["verdict"]]})
+    tips = [alt.Tooltip("estimate:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
+            alt.Tooltip("high:Q", format=".2f"), "verdict:N"]
+    colour = alt.Color("verdict:N", scale=VERDICT_COLOURS, legend=None)
+    interval = alt.Chart(data).mark_rule(strokeWidth=3).encode(x=alt.X("low:Q", scale=x), x2="high:Q",
+                                                               color=colour, tooltip=tips)
+    layers = [band, zero, limit, interval]
+    if est is not None:
+        layers.append(alt.Chart(data).mark_point(filled=True, size=80).encode(x=alt.X("estimate:Q", scale=x),
+                                                                              color=colour, tooltip=tips))
+    return alt.layer(*layers, title=title).properties(height=60)

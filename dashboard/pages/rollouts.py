@@ -114,11 +114,15 @@ def _guards(st_, model: str) -> None:
     g = st_.guards
     if g is not None:
         (st.success if g.status == "pass" else st.error if g.status == "breach" else st.info)(guard_sentence(g))
+        if g.judgement is not None:
+            _judgement(g.judgement)
     df = data.arm_guard_series(data.settings().db_url, model, GUARD_WINDOW_S, 30)
     if df.empty:
         st.caption("no canary traffic logged in the last 30 min")
         return
     limits = spec.guards if spec else None
+    if limits is not None and limits.judge is not None:
+        limits = None  # the statistical form has no ratio limits to draw on the per-arm series
     end = pd.Timestamp.now(tz="UTC")
     window = (end - pd.Timedelta(seconds=GUARD_WINDOW_S), end)  # the three charts share one time axis
     a, b, c = st.columns(3)
@@ -128,6 +132,18 @@ def _guards(st_, model: str) -> None:
                                        ratio=True, window=window), width="stretch")
     c.altair_chart(charts.guard_metric(df, "p95_ttft_ms", limits.max_ttft_ratio if limits else None, ratio=True,
                                        window=window), width="stretch")
+
+
+def _judgement(j) -> None:
+    """Why the step holds, advances or rolls back: each metric's effect with its interval against the allowed band,
+    its verdict, and the sample still needed."""
+    st.markdown(f"**Judge: {j.verdict}** (score {j.score:g}, {100 * j.confidence:g} % confidence, "
+                f"{j.candidate_requests} candidate requests)" + (f" · {j.needs}" if j.needs else ""))
+    frame = charts.judge_frame(j.model_dump(mode="json"))
+    cols = st.columns(max(1, len(frame)))
+    for col, (_, row) in zip(cols, frame.iterrows()):
+        col.altair_chart(charts.judge_effect(row), width="stretch")
+    st.dataframe(frame, hide_index=True, width="stretch")
 
 
 def _start(svc, policy) -> None:

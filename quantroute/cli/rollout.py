@@ -92,7 +92,17 @@ def print_status(st, *, events: int = 8, controller: str | None = None) -> None:
         click.echo(f"  aborted  {st.aborted_reason}")
     click.echo(f"  gate     {st.gate}")
     if st.guards is not None:
-        click.echo(f"  guards   {st.guards.status}: {st.guards.summary}")
+        j = st.guards.judgement
+        if j is None:
+            click.echo(f"  guards   {st.guards.status}: {st.guards.summary}")
+        else:
+            click.echo(f"  guards   {st.guards.status}: judge {j.verdict}, score {j.score:g}, at "
+                       f"{100 * j.confidence:g} % confidence" + (f"; {j.needs}" if j.needs else ""))
+            for m in j.metrics:
+                click.echo(f"    {m.metric:<10} {m.verdict:<12} {m.detail}"
+                           + (f"  {'critical' if m.critical else 'non-critical'}"))
+            if st.guards.breaches and st.guards.breaches[0].guard != "judge":
+                click.echo(f"    {st.guards.summary}")
     click.echo("  checklist:")
     from quantroute.rollout.checklist import Checklist
 

@@ -47,7 +47,7 @@ traffic.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -65,8 +65,13 @@ LABELS = {"tpot": "time per output token", "ttft": "time to first token", "error
 # Values below this (ms) are floored before taking logs: a logged 0 ms is a clock artefact, not infinitely fast.
 MIN_MS = 1e-3
 MAX_NEEDED = 10_000_000  # candidate requests; beyond this the sample is reported as unreachable
-BISECT_STEPS = 200
+# A baseline many times larger than the candidate adds little (the variance of a shift goes as 1/n_c + 1/n_b):
+# beyond this many baseline values per candidate value (and at least MIN_THINNED) every k-th one is kept, which
+# bounds the cost of a look at a small canary share.
+MAX_BASELINE_RATIO = 8
+MIN_THINNED = 2000
 DIRECT_PAIRS = 250_000  # up to this many pairwise differences they are formed outright (2 MB)
+MAX_ENUMERATED = 50_000  # differences formed once the bisection's bracket holds no more
 
 
 class ArmSample(BaseModel):
@@ -176,24 +181,30 @@ def kth_difference(x: Floats, ys: Floats, k: int) -> float:
 
 
 def kth_by_bisection(x: Floats, ys: Floats, k: int) -> float:
-    """Bisection on d for the smallest d with at least k differences <= d, snapped to the nearest actual
-    difference: O((n + m) log m) per step, for arms too large for the n*m matrix."""
-    lo, hi = float(x.min() - ys[-1]), float(x.max() - ys[0])
-    if _count_le(x, ys, lo) >= k:
-        return lo
-    for _ in range(BISECT_STEPS):
-        mid = (lo + hi) / 2
-        if mid <= lo or mid >= hi or hi - lo <= 1e-13 * (1 + abs(hi)):
+    """The k-th difference of arms too large for the n*m matrix, exactly: bisection on d (counting the differences
+    <= d with a sorted searchsorted, O(n log m)) until at most MAX_ENUMERATED differences lie in the bracket, then
+    those are formed and partitioned."""
+    x = np.sort(x)
+    n = len(x)
+    lo_f, hi_f = float(x[0] - ys[-1]) - 1.0, float(x[-1] - ys[0]) + 1.0  # every difference is inside
+    lo_n, hi_n = 0, n * len(ys)
+    while hi_n - lo_n > MAX_ENUMERATED:
+        mid = (lo_f + hi_f) / 2
+        if not lo_f < mid < hi_f:
             break
-        if _count_le(x, ys, mid) >= k:
-            hi = mid
+        c = _count_le(x, ys, mid)
+        if c >= k:
+            hi_f, hi_n = mid, c
         else:
-            lo = mid
-    # hi is within float resolution of the answer; the largest difference <= hi (up to rounding: no filter on
-    # it, or the answer itself could be dropped by an ulp) is the exact order statistic
-    idx = np.searchsorted(ys, x - hi, side="left")  # y_j >= x_i - hi  <=>  x_i - y_j <= hi
-    cands = [float(xi - ys[j]) for xi, j in zip(x, idx) if j < len(ys)]
-    return max(cands) if cands else hi
+            lo_f, lo_n = mid, c
+    # the differences in (lo_f, hi_f]: y_j in [x_i - hi_f, x_i - lo_f)
+    a = np.searchsorted(ys, x - hi_f, side="left")
+    b = np.searchsorted(ys, x - lo_f, side="left")
+    lens = b - a
+    row = np.repeat(np.arange(n), lens)
+    pos = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+    inside = x[row] - ys[a[row] + pos]
+    return float(np.partition(inside, k - lo_n - 1)[k - lo_n - 1])
 
 
 def hodges_lehmann(x: Floats, ys: Floats) -> float:
@@ -250,8 +261,9 @@ def _rel(d: float | None) -> float | None:
     return None if d is None else math.expm1(d)
 
 
-def _logs(values: Iterable[float]) -> Floats:
-    a = np.asarray([v for v in values if isinstance(v, int | float) and math.isfinite(v)], dtype=float)
+def _logs(values: Sequence[float]) -> Floats:
+    a = np.asarray(values, dtype=float).ravel()
+    a = a[np.isfinite(a)]
     out: Floats = np.log(np.maximum(a, MIN_MS))
     return out
 
@@ -359,12 +371,22 @@ def judge(baseline: ArmSample, candidate: ArmSample, spec: Judge, *, steps: int 
     for m in spec.metrics:
         if m.metric in CONTINUOUS_METRICS:
             b, c = baseline.values(m.metric), candidate.values(m.metric)
+            b = thinned(b, max(MIN_THINNED, MAX_BASELINE_RATIO * len(c)))
             ratio = len(b) / len(c) if b and c else 1.0
             metrics.append(_continuous(m, b, c, alpha, power_z, ratio))
         else:
             ratio = baseline.requests / candidate.requests if baseline.requests and candidate.requests else 1.0
             metrics.append(_proportion(m, baseline, candidate, alpha, power_z, ratio))
     return _overall(spec, alpha, metrics, candidate, candidate_per_min)
+
+
+def thinned(values: list[float], at_most: int) -> list[float]:
+    """Evenly spaced values, in arrival order, when there are more than `at_most`."""
+    if len(values) <= at_most:
+        return values
+    idx = np.linspace(0, len(values) - 1, at_most).round().astype(int)
+    out: list[float] = np.asarray(values, dtype=float)[idx].tolist()
+    return out
 
 
 def _overall(spec: Judge, alpha: float, metrics: list[MetricVerdict], candidate: ArmSample,

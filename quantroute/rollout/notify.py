@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from quantroute.rollout.judge import Judgement
+
 # rollout event action -> notification kinds, in the order they are sent
 KINDS: dict[str, tuple[str, ...]] = {
     "eval_passed": ("gate_passed", "awaiting_approval"),
@@ -15,6 +17,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "step": ("step",),
     "dwell_elapsed": ("step",),
     "guard_breach": ("breach",),
+    "guard_inconclusive": ("held",),
     "rollback": ("rollback",),
     "traffic_moved": ("rolled_back",),
     "promote": ("promotion",),
@@ -22,7 +25,7 @@ KINDS: dict[str, tuple[str, ...]] = {
 }
 
 TITLES = {"gate_passed": "eval gate passed", "awaiting_approval": "awaiting a reviewer's approval",
-          "step": "canary step", "breach": "guard breach", "rollback": "rolling back",
+          "step": "canary step", "breach": "guard breach", "held": "step held", "rollback": "rolling back",
           "rolled_back": "rolled back", "promotion": "promoted", "reconcile": "controller reconciled"}
 
 
@@ -47,11 +50,26 @@ def payload(kind: str, *, model: str, rollout_id: int | None, candidate: str, ba
 
 
 def _figures(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The guard figures behind an action: status, each breached guard with value and limit, per-arm stats."""
+    """The guard figures behind an action: status, each breached guard with value and limit, per-arm stats, and
+    with the statistical judge each metric's effect, interval and verdict and the sample the step still needs."""
     if not verdict:
         return None
-    return {"status": verdict.get("status"),
-            "breaches": [{k: b.get(k) for k in ("guard", "value", "limit", "detail")}
-                         for b in verdict.get("breaches") or []],
-            "candidate": verdict.get("candidate"), "baseline": verdict.get("baseline"),
-            "window": verdict.get("window")}
+    out = {"status": verdict.get("status"),
+           "breaches": [{k: b.get(k) for k in ("guard", "value", "limit", "detail")}
+                        for b in verdict.get("breaches") or []],
+           "candidate": verdict.get("candidate"), "baseline": verdict.get("baseline"),
+           "window": verdict.get("window")}
+    j = verdict.get("judgement")
+    if j:
+        out["judge"] = {"verdict": j.get("verdict"), "score": j.get("score"), "confidence": j.get("confidence"),
+                        "needed_more": j.get("needed_more"), "minutes_more": j.get("minutes_more"),
+                        "needs": needs_text(j),
+                        "metrics": [{k: m.get(k) for k in ("metric", "verdict", "critical", "unit", "allowed",
+                                                           "estimate", "low", "high", "n_candidate", "n_baseline",
+                                                           "needed")} for m in j.get("metrics") or []]}
+    return out
+
+
+def needs_text(j: dict[str, Any]) -> str:
+    """The judge's 'needs ~N more candidate requests (~M min at current traffic)' from its JSON form."""
+    return Judgement.model_validate(j).needs

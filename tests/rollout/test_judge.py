@@ -264,3 +264,42 @@ def test_error_rate_false_alarms_stay_within_alpha_across_many_looks():
                 break
     assert alarms / runs <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / runs)
     assert spec.confidence == 0.9
+
+
+# ---- what people are shown ------------------------------------------------------------------------------
+
+def held_verdict():
+    stats = ArmStats(requests=10)
+    return evaluate(stats, stats, Guards(judge=Judge()), samples=(arm(200, seed=1), arm(20, seed=2)),
+                    candidate_per_min=6.0)
+
+
+def test_a_held_step_notifies_with_the_sample_it_needs():
+    from quantroute.rollout import notify
+
+    v = held_verdict()
+    assert notify.kinds_for("guard_inconclusive", "progressing") == ("held",)
+    body = notify.payload("held", model="m", rollout_id=1, candidate="c", baseline="b", actor="controller",
+                          action="guard_inconclusive", at="now", message=f"held at 5%: {v.summary}",
+                          phase_before="progressing", phase_after="progressing", percent_before=5, percent_after=5,
+                          version_before=2, version_after=2, detail={"verdict": v.model_dump(mode="json")})
+    judge_ = body["figures"]["judge"]
+    assert judge_["verdict"] == "inconclusive" and judge_["needed_more"] == v.judgement.needed_more
+    assert judge_["needs"].startswith(f"needs ~{v.judgement.needed_more} more candidate requests (~")
+    assert "at current traffic" in body["text"]
+    assert {m["metric"] for m in judge_["metrics"]} == {"tpot", "ttft", "error_rate"}
+
+
+def test_rollout_status_prints_each_metric(capsys):
+    from quantroute.cli.rollout import print_status
+    from quantroute.rollout.status import RolloutStatus
+
+    now = "2026-01-01T00:00:00Z"
+    st_ = RolloutStatus(id=1, model="m", candidate="c", baseline="b", phase="progressing", steps=[5, 50],
+                        step_index=0, percent=5, started_at=now, updated_at=now, started_by="a", approved_by="r",
+                        policy_version=2, message="held", aborted_reason=None, breach=None, gate="ok", checklist=[],
+                        guards=held_verdict(), events=[])
+    print_status(st_)
+    out = capsys.readouterr().out
+    assert "guards   inconclusive: judge inconclusive, score" in out and "needs ~" in out
+    assert "tpot       inconclusive" in out and "allowed +10.0 %" in out
