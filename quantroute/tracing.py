@@ -8,6 +8,7 @@ a trace into the next process (vLLM continues it)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -32,6 +33,26 @@ def enabled(env: Mapping[str, str]) -> bool:
     return bool(env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
 
 
+def check(env: Mapping[str, str]) -> str | None:
+    """The exporter the environment asks for (None: tracing off), or TracingUnavailable naming the variable to
+    change and why. Builds nothing: a command can check before it starts serving."""
+    if not enabled(env):
+        return None
+    exporter = env.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() or "otlp"
+    if exporter not in EXPORTERS:
+        raise TracingUnavailable(f"OTEL_TRACES_EXPORTER={exporter!r}: quantroute exports traces with "
+                                 f"{' or '.join(EXPORTERS)} (or none)")
+    protocol = (env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+                or "http/protobuf")
+    if exporter == "otlp" and protocol != "http/protobuf":
+        raise TracingUnavailable(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r}: quantroute sends OTLP over HTTP "
+                                 "(http/protobuf); point it at the collector's HTTP port (4318)")
+    if importlib.util.find_spec("opentelemetry.sdk") is None:
+        raise TracingUnavailable(f"tracing is on (OTEL_* variables: {exporter}) but OpenTelemetry is not installed: "
+                                 "pip install 'quantroute[otel]', or unset OTEL_EXPORTER_OTLP_ENDPOINT")
+    return exporter
+
+
 class Tracing:
     """One process's tracer and the few operations quantroute uses. Spans are the SDK's (typed Any here, so this
     module's importers never need opentelemetry)."""
@@ -51,17 +72,9 @@ class Tracing:
         """A Tracing configured by the OTEL_* variables, or None when they do not turn tracing on. `service` is
         service.name unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES name one."""
         env = os.environ if env is None else env
-        if not enabled(env):
+        exporter = check(env)
+        if exporter is None:
             return None
-        exporter = env.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() or "otlp"
-        if exporter not in EXPORTERS:
-            raise TracingUnavailable(f"OTEL_TRACES_EXPORTER={exporter!r}: quantroute exports traces with "
-                                     f"{' or '.join(EXPORTERS)} (or none)")
-        protocol = (env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-                    or "http/protobuf")
-        if exporter == "otlp" and protocol != "http/protobuf":
-            raise TracingUnavailable(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r}: quantroute sends OTLP over HTTP "
-                                     "(http/protobuf); point it at the collector's HTTP port (4318)")
         try:
             from opentelemetry.sdk.resources import OTELResourceDetector, Resource
             from opentelemetry.sdk.trace import TracerProvider

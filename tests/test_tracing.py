@@ -69,3 +69,13 @@ def test_spans_link_through_traceparent_and_reach_the_receiver(monkeypatch):
         assert spans["remote"].error and spans["remote"].attributes == {"n": 1} and spans["remote"].kind == "SERVER"
         assert {s.service for s in got.spans} == {"renamed"}
 
+
+
+def test_the_router_command_refuses_a_bad_tracing_variable_before_it_serves(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from quantroute.cli.router import router
+
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "zipkin")
+    out = CliRunner().invoke(router, ["--no-db", "--policies", str(tmp_path)])
+    assert out.exit_code == 2 and "OTEL_TRACES_EXPORTER='zipkin'" in out.output

@@ -73,12 +73,18 @@ def settings_from(opts: dict) -> RouterSettings:
 def router(no_db: bool, **opts) -> None:
     """Serve the OpenAI-compatible, precision-tiered router, in one process or several."""
     import logging
+    import os
 
     from quantroute.db.schema import SchemaMismatchError
     from quantroute.logs import configure_logging
     from quantroute.router.workers import WorkersNeedDatabase, WorkersNeedRuntimeDir, serve
+    from quantroute.tracing import TracingUnavailable, check
 
     settings = settings_from(opts)
+    try:
+        check(os.environ)  # each worker builds its own tracer at startup; a bad variable stops the command here
+    except TracingUnavailable as e:
+        raise click.UsageError(str(e)) from None
     if settings.fleet_file is not None and not settings.fleet_file.is_file():
         raise click.BadParameter(f"{settings.fleet_file} is not a file", param_hint="--fleet")
     configure_logging(settings.log_level, json_lines=settings.log_json)
