@@ -20,6 +20,9 @@ class DashboardSettings(BaseSettings):
         "Base URL of the router's admin API, e.g. http://127.0.0.1:8080; replicas comma-separated (reads merge "
         "their views, an unpin reaches every replica's cache)"))
     admin_token: str | None = Field(default=None, description="The router's admin bearer token")
+    fleet_file: Path | None = Field(default=None, description=(
+        "The router's fleet file (hardware, formats and batch limits of the nodes): the Policy page's Tune "
+        "action sizes the fleet's capacity from it"))
     eval_suite: Path = DATA_DIR / "evals" / "smoke.jsonl"  # packaged, so an installed dashboard finds it
     eval_runs_dir: Path = Path("data/evals/runs")
     cache_ttl_s: float = Field(default=5.0, gt=0, description="How long query results are reused")

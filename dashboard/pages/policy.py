@@ -94,6 +94,8 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
                                format_func=lambda v: f"{v}{' (active)' if v == active.version else ''}")
     if st.session_state.get("policy_base") != base_choice or "policy_rows" not in st.session_state:
         reset_draft(policy_to_data(store.load(base_choice)), base_choice)
+    if editor:
+        _tune(store, active)
     slots: dict = {}
     kept: dict[str, list[int]] = {}
     edited = _draft_tabs(editor, base_choice, slots, kept)
@@ -118,6 +120,58 @@ def _editor(store, active: Policy, versions: list[int]) -> None:
     _whatif(active, policy)
     if editor:
         _save(store, policy, base_choice, changes)
+
+
+def _tune(store, active: Policy) -> None:
+    """The tuner as an action: its best proposal for an SLO opens as the draft below (its diff and what-if replay
+    follow); saving it is the usual step, and nothing is activated."""
+    from quantroute.evals import tuning
+    from quantroute.fleet import load_fleet
+    from quantroute.slo import SLOS
+    from quantroute.tune import MissingEvals, SloUnmeetable
+
+    with st.expander("Tune: the thresholds and rule weights with the most capacity at an SLO, within a quality "
+                     "budget", expanded="tune_table" in st.session_state):
+        fleet_file = data.settings().fleet_file
+        if fleet_file is None:
+            st.caption("Set QUANTROUTE_DASHBOARD_FLEET_FILE to the router's fleet file to tune here "
+                       "(or run `quantroute policy tune`).")
+            return
+        c1, c2, c3 = st.columns(3)
+        slo = c1.selectbox("SLO", list(SLOS), format_func=lambda n: SLOS[n].label, key="tune_slo")
+        budget = c2.number_input("budget: points over all traffic", 0.0, 100.0, 0.5, step=0.1, key="tune_budget")
+        category = c3.number_input("budget: points in any category", 0.0, 100.0, 6.0, step=0.5, key="tune_category")
+        if st.button("Tune", key="tune_run"):
+            requests = tuning.logged_requests(store.engine, limit=5000)
+            if not requests:
+                st.error(NOTHING_TO_REPLAY.replace("nothing to replay", "nothing to tune for"))
+                return
+            try:
+                result, draft, guarded = tuning.propose(
+                    store.engine, active, load_fleet(fleet_file), requests, SLOS[slo], budget=budget,
+                    category_budget=category, version=max(store.versions()) + 1)
+            except (MissingEvals, SloUnmeetable) as e:
+                st.error(str(e))
+                return
+            rows = [{"candidate": c.label, "predicted tok/s": round(c.capacity_tok_s),
+                     "requests per tier": ", ".join(f"{t} {x:.0%}" for t, x in c.tier_share.items()),
+                     "loss all (pts)": round(c.quality.overall_pts, 2), "loss worst (pts)":
+                     round(c.quality.worst_pts, 2), "worst category": c.quality.worst_category or "",
+                     "within budget": "yes" if c.within else "no"} for c in [result.active, *result.candidates]]
+            st.session_state["tune_table"] = pd.DataFrame(rows)
+            if draft is None:
+                st.session_state["tune_note"] = ("error", f"no candidate stays within {budget:g} points overall "
+                                                 f"and {category:g} in every category ({guarded} labelled "
+                                                 "sensitive requests kept up)")
+            else:
+                st.session_state["tune_note"] = ("info", f"Draft opened below: {draft.message}. Review its diff "
+                                                 "and what-if replay, then save it as a new version.")
+                reset_draft(policy_to_data(draft), active.version)
+            st.rerun()
+        if "tune_table" in st.session_state:
+            kind, note = st.session_state.get("tune_note", ("info", ""))
+            (st.error if kind == "error" else st.info)(note)
+            ui.table(st.session_state["tune_table"], "policy-tune-candidates")
 
 
 def _draft_tabs(editor: bool, base_choice: int, slots: dict, kept: dict[str, list[int]]) -> dict:

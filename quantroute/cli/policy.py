@@ -322,11 +322,10 @@ def tune(slo: str, fleet_file: str, traffic_file: str | None, log_rows: int, bud
     Reads the active policy, the eval deltas stored per category, the traffic, the fleet and the capacity model;
     prints each candidate's predicted capacity and quality loss, the diff against the active version and its
     what-if replay, and writes the best as a draft version for review (it never activates anything)."""
-    from quantroute.clock import utcnow
     from quantroute.evals import tuning
     from quantroute.fleet import load_fleet
     from quantroute.slo import slo_named
-    from quantroute.tune import MissingEvals, SloUnmeetable, Tuner, TuneRequest, tuned_policy
+    from quantroute.tune import MissingEvals, SloUnmeetable, TuneRequest
 
     try:
         named = slo_named(slo)
@@ -356,18 +355,16 @@ def tune(slo: str, fleet_file: str, traffic_file: str | None, log_rows: int, bud
     if unknown:
         _fail(f"the traffic asks for {', '.join(sorted(unknown))}, which the active policy (version "
               f"{active.version}) does not serve; valid models: {', '.join(sorted(active.models()))}")
-    deltas, hint = tuning.eval_deltas(store.engine, fleet)
-    nodes, shape = tuning.fleet_nodes(fleet)
-    guard = tuning.labelled_guard(next(iter(sorted(active.models())))) + sensitive
     try:
-        result = Tuner(active, requests, deltas, nodes, shape, named, budget_pts=budget,
-                       category_budget_pts=category_budget, guard=guard, eval_hint=hint).run()
+        result, draft, guarded = tuning.propose(store.engine, active, fleet, requests, named, budget=budget,
+                                                category_budget=category_budget, version=max(store.versions()) + 1,
+                                                sensitive=sensitive)
     except (MissingEvals, SloUnmeetable) as e:
         _fail(str(e))
         return
     console = Console()
     console.print(f"tuning version {active.version} for {named.label} over {source}; budget {budget:g} pts overall, "
-                  f"{category_budget:g} in any category; {len(guard)} labelled sensitive requests guarded")
+                  f"{category_budget:g} in any category; {guarded} labelled sensitive requests guarded")
     console.print("capacity model at the SLO: " + ", ".join(f"{t} {c:,.0f} tok/s" for t, c in
                                                            result.tier_capacity.items())
                   + f" ({result.context_tokens} tokens of context a sequence)")
@@ -378,13 +375,10 @@ def tune(slo: str, fleet_file: str, traffic_file: str | None, log_rows: int, bud
                       f"{q.overall_pts:.2f} / {q.worst_pts:.2f} ({q.worst_category or '-'})",
                       "yes" if c.within else "no")
     console.print(table)
-    best = result.best
-    if best is None:
+    if draft is None:
         _fail(f"no candidate keeps the expected loss within {budget:g} points overall and {category_budget:g} in "
               "every category with the labelled sensitive requests kept up; loosen the budget or add evals")
         return
-    draft = tuned_policy(active, best, named, version=max(store.versions()) + 1, author="quantroute policy tune",
-                         created_at=utcnow(), budget=f"{budget:g} / {category_budget:g} pts")
     _print_proposal(console, active, draft, requests)
     if dry_run:
         console.print("dry run: no draft written")

@@ -13,13 +13,16 @@ from sqlmodel import col, select
 
 from quantroute.capacity import FORMATS, ModelShape
 from quantroute.catalog import DATA_DIR, load_hardware, load_models, pick
+from quantroute.clock import utcnow
 from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
 from quantroute.evals.runs import latest_done_run
 from quantroute.fleet import Fleet
+from quantroute.policy.model import Policy
 from quantroute.quality_cost import TierDeltas, deltas_from_report
+from quantroute.slo import NamedSlo
 from quantroute.tiers import Tier
-from quantroute.tune import NodeModel, TuneRequest
+from quantroute.tune import NodeModel, Tuner, TuneRequest, TuneResult, tuned_policy
 
 LABELLED = DATA_DIR / "requests" / "labelled.jsonl"
 
@@ -78,3 +81,21 @@ def labelled_guard(model: str, path: Path = LABELLED) -> list[TuneRequest]:
 
 def models_of(requests: Sequence[TuneRequest]) -> set[str]:
     return {str(r.body.get("model")) for r in requests}
+
+
+def propose(engine: Engine, active: Policy, fleet: Fleet, requests: Sequence[TuneRequest], slo: NamedSlo, *,
+            budget: float, category_budget: float, version: int,
+            sensitive: Sequence[TuneRequest] = ()) -> tuple[TuneResult, Policy | None, int]:
+    """The tuner on the stored evals, the fleet and `requests` (the labelled set and `sensitive` guarded): its
+    result, the draft of its best candidate (None: none within the budget) and how many requests were guarded.
+    Raises MissingEvals or SloUnmeetable."""
+    deltas, hint = eval_deltas(engine, fleet)
+    nodes, shape = fleet_nodes(fleet)
+    guard = labelled_guard(next(iter(sorted(active.models())))) + list(sensitive)
+    result = Tuner(active, requests, deltas, nodes, shape, slo, budget_pts=budget,
+                   category_budget_pts=category_budget, guard=guard, eval_hint=hint).run()
+    if result.best is None:
+        return result, None, len(guard)
+    draft = tuned_policy(active, result.best, slo, version=version, author="quantroute policy tune",
+                         created_at=utcnow(), budget=f"{budget:g} / {category_budget:g} pts")
+    return result, draft, len(guard)
