@@ -12,7 +12,7 @@ from importlib.metadata import packages_distributions
 from tests.conftest import REPO
 
 # Imports that are optional on purpose, each guarded where it is used, and the extra that provides it.
-OPTIONAL = {"vl_convert": "png", "psycopg": "postgres", "asyncpg": "postgres", "vllm": "vllm"}
+OPTIONAL = {"vl_convert": "png", "psycopg": "postgres", "asyncpg": "postgres", "vllm": "vllm", "opentelemetry": "otel"}
 # Scripts run by another interpreter (their own venv, set up by scripts/), never imported by the package's.
 OWN_VENV = {"quantroute/quantize/worker.py"}
 
