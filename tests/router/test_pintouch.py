@@ -212,13 +212,31 @@ def test_a_touch_that_finds_another_replicas_pin_lets_the_next_turn_follow_it(en
             pin = claim(store, "re-pinned")
             await pin.stored
             assert store.get("re-pinned", TTL) is pin
+            await until(lambda: not committer.touches and not committer._busy)
             with engine.begin() as c:  # another replica's new pin in place of ours
                 c.execute(text("UPDATE session_pin SET tier = 'fp16', created_at = :t WHERE session_key = 're-pinned'"),
                           {"t": utcnow() + timedelta(seconds=1)})
+            done = committer.touch_counts["written"]
             await returning(store, "re-pinned")
-            await written(committer, 1)
+            await written(committer, done + 1)
             assert "re-pinned" not in store.cache
             again = claim(store, "re-pinned")  # the next turn, routed as a first turn, is told the stored pin
             assert (await again.stored)["tier"] == "fp16"
+
+    asyncio.run(go())
+
+
+def test_the_cache_bound_evicts_the_oldest_pins_in_bulk_and_expired_pins_are_forgotten():
+    async def go() -> None:
+        store = PinStore(None, max_cached=200)
+        for i in range(1000):
+            claim(store, f"c-{i}")
+            assert len(store.cache) <= 200
+        assert "c-999" in store.cache and "c-0" not in store.cache
+        assert len(store.cache) >= 198  # a hundredth of the bound goes at once
+        for key in ("c-998", "c-997"):
+            store.cache[key].expires = 0.0
+        await store.forget_expired(chunk=7)
+        assert "c-998" not in store.cache and "c-997" not in store.cache and "c-999" in store.cache
 
     asyncio.run(go())

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import itertools
 import logging
 import time
 from dataclasses import dataclass
@@ -121,10 +122,10 @@ class PinStore:
         pin = Pin(key, model, tier, arm, deployment, policy_version, now, now_m + ttl_s, now_m, served_deployment,
                   node, ttl_s=ttl_s)
         self.cache[key] = pin
-        # Bounded: clients choose session ids. The oldest entry goes; with a DB its next turn claims again and
-        # gets the stored pin back; without one it is lost, so size the bound for the sessions alive in a TTL.
-        while len(self.cache) > self.max_cached:
-            del self.cache[next(iter(self.cache))]
+        # Bounded: clients choose session ids. The oldest entries go; with a DB their next turns claim again and
+        # get the stored pins back; without one they are lost, so size the bound for the sessions alive in a TTL.
+        if len(self.cache) > self.max_cached:
+            self._evict()
         if self.committer is None:
             return pin
         pin.claim_row = claim_row(key, model, tier, arm, deployment, served_deployment, node, policy_version, now,
@@ -240,16 +241,30 @@ class PinStore:
             self.db_errors += 1
             log.warning("session pin update failed: %s", e)
 
-    def forget_expired(self) -> None:
-        now = time.monotonic()
-        for k in [k for k, p in self.cache.items() if p.expires <= now]:
-            del self.cache[k]
+    def _evict(self) -> None:
+        """Drop the oldest hundredth of the bound at once. One at a time, each eviction cost a scan from the
+        dict's start over the slots earlier evictions left empty (CPython compacts a dict only when it grows):
+        ~0.7 ms a first turn at 200,000 cached pins, against ~1 us amortized this way."""
+        for key in list(itertools.islice(self.cache, len(self.cache) - self.max_cached + self.max_cached // 100)):
+            del self.cache[key]
+
+    async def forget_expired(self, chunk: int = 5000) -> None:
+        """Drop the cached pins that expired, `chunk` at a time with the loop free between chunks: a cache of
+        200,000 pins checked in one go held the event loop for tens of milliseconds at every purge."""
+        keys = list(self.cache)
+        for i in range(0, len(keys), chunk):
+            now = time.monotonic()
+            for k in keys[i:i + chunk]:
+                p = self.cache.get(k)
+                if p is not None and p.expires <= now:
+                    del self.cache[k]
+            await asyncio.sleep(0)
 
     async def purge_expired(self, *, batch: int, max_batches: int, grace_s: float) -> int:
         """Delete pins that expired more than `grace_s` ago, `batch` rows per statement, at most `max_batches`
         statements per call (the rest waits for the next call). The grace covers a replica whose cache kept a
         session alive but has not refreshed the row yet (it does so every `touch_interval_s`)."""
-        self.forget_expired()
+        await self.forget_expired()
         if self.committer is None:
             return 0
         before = utcnow() - timedelta(seconds=grace_s)
