@@ -319,26 +319,7 @@ class Router:
                 state["gone"] = True
                 task.cancel()
 
-        pending = self.decider.pending(route)
-        if route.pin is not None and (pending is None or pending.done()):
-            self.decider.check_settled(route, pending)  # already settled: a moved pin never goes upstream
-            pending = None
-        gate = None
-        if pending is not None:  # a first turn: its pin is being stored while we forward
-            timeout = self.settings.pin_commit_timeout_s + 1
-
-            async def settle_first() -> None:
-                await self.decider.settle(route, timeout)
-
-            gate = settle_first
-
-            def settled(fut) -> None:  # a pin that failed or moved stops the upstream request at once
-                if not state["done"] and not state["gone"] and (fut.cancelled() or fut.exception() is not None
-                                                               or self.decider.moved(route)):
-                    state["moved"] = True
-                    task.cancel()
-
-            pending.add_done_callback(settled)
+        pending, gate = self._pin_gate(route, state, task)
         # Most answers are done before a disconnect watcher would do anything: it starts only once the request
         # has run for WATCH_AFTER_S (a task per request is a real share of a short request path); a client that
         # left earlier is seen then, its receive() answering http.disconnect at once.
@@ -368,6 +349,29 @@ class Router:
             self.metrics.retries.labels(route.tier.value).inc(out.retries)
         if out.committed and out.status < 500:
             self.decider.served(route, out.node)
+
+    def _pin_gate(self, route: Route, state: dict[str, bool], task: asyncio.Task):
+        """For a first turn whose pin is still being stored: the pending commit and the gate the forwarder runs
+        before the first byte leaves (None, None otherwise). A pin that fails or moves meanwhile cancels `task`."""
+        pending = self.decider.pending(route)
+        if route.pin is not None and (pending is None or pending.done()):
+            self.decider.check_settled(route, pending)  # already settled: a moved pin never goes upstream
+            return None, None
+        if pending is None:
+            return None, None
+        timeout = self.settings.pin_commit_timeout_s + 1
+
+        async def settle_first() -> None:
+            await self.decider.settle(route, timeout)
+
+        def settled(fut) -> None:  # a pin that failed or moved stops the upstream request at once
+            if not state["done"] and not state["gone"] and (fut.cancelled() or fut.exception() is not None
+                                                           or self.decider.moved(route)):
+                state["moved"] = True
+                task.cancel()
+
+        pending.add_done_callback(settled)
+        return pending, settle_first
 
     def route_headers(self, route: Route, node: Node) -> list[tuple[bytes, bytes]]:
         h = [(b"x-quantroute-tier", node.tier.value.encode()),

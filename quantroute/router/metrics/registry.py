@@ -30,6 +30,15 @@ class RouterMetrics:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
         self._node_series: set[tuple[str, str, str]] = set()
+        # declared in this order, which is the order /metrics shows them in
+        self._declare_process(r)
+        self._declare_routing(r)
+        self._declare_nodes(r)
+        self._declare_pins(r)
+        self._declare_upkeep(r)
+
+    def _declare_process(self, r: CollectorRegistry) -> None:
+        """Requests, the cyclic GC and what build runs."""
         # requests, their duration, TTFT, tokens and decision time: plain numbers rendered at scrape time
         self.series = RequestSeries()
         r.register(self.series)
@@ -40,6 +49,9 @@ class RouterMetrics:
         self.build_info = Gauge("quantroute_build_info", "Always 1; the labels say what runs",
                                 ["version", "python"], registry=r)
         self.build_info.labels(build_version(), platform.python_version()).set(1)
+
+    def _declare_routing(self, r: CollectorRegistry) -> None:
+        """Upstream failures, retries, escalations, waits and 503s for capacity."""
         self.upstream_errors = Counter("quantroute_upstream_errors_total", "Failed upstream attempts",
                                        ["tier", "kind"], registry=r)
         self.retries = Counter("quantroute_retries_total", "Requests retried on another node", ["tier"], registry=r)
@@ -49,6 +61,9 @@ class RouterMetrics:
                                      ["tier"], registry=r)
         self.no_capacity = Counter("quantroute_no_capacity_total", "503s for lack of capacity",
                                    ["tier", "pinned"], registry=r)
+
+    def _declare_nodes(self, r: CollectorRegistry) -> None:
+        """Nodes, the policy and the request log."""
         self.node_healthy = Gauge("quantroute_node_healthy", "1 when the node takes traffic",
                                   ["node", "deployment", "tier"], registry=r)
         self.node_inflight = Gauge("quantroute_node_inflight", "Router in-flight requests per node",
@@ -62,6 +77,9 @@ class RouterMetrics:
                                    ["reason"], registry=r)
         for reason in ("buffer_full", "rejected", "shutdown"):  # present at 0, so alerts see a rate from the start
             self.log_dropped.labels(reason)
+
+    def _declare_pins(self, r: CollectorRegistry) -> None:
+        """Session pins and node affinity."""
         self.pin_fallbacks = Counter("quantroute_pin_deployment_fallbacks_total",
                                      "Pinned sessions moved to another deployment of their tier",
                                      ["tier", "reason"], registry=r)
@@ -83,6 +101,9 @@ class RouterMetrics:
         r.register(self.pins)
         self.pin_touches = PinTouchCounts()
         r.register(self.pin_touches)
+
+    def _declare_upkeep(self, r: CollectorRegistry) -> None:
+        """Refused requests, background loops, the log's buffer and healthy nodes per model."""
         self.rejected = Counter("quantroute_requests_rejected_total",
                                 "Requests refused before routing: concurrency (replica at its limit), body_timeout",
                                 ["reason"], registry=r)
