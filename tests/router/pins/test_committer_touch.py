@@ -14,7 +14,7 @@ from quantroute.clock import aware, utcnow
 from quantroute.db.engine import init_db, make_engine
 from quantroute.router.pins.committer import PinCommitter
 from quantroute.router.pins.store import Pin, PinStore
-from tests.router.test_pincommit import until
+from tests.router.pins.test_committer import until
 from tests.support.sqlite_lock import WriteLock
 
 TTL = 3600

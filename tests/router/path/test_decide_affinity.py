@@ -32,7 +32,7 @@ nodes:
 
 @pytest.fixture(scope="module")
 def sim():  # overrides the package's fleet: three nodes of one int4 deployment, so a session can change node
-    with running_fleet(parse_fleet(FLEET, source="tests/router/test_affinity.py"), time_scale=0.002) as rf:
+    with running_fleet(parse_fleet(FLEET, source="tests/router/path/test_decide_affinity.py"), time_scale=0.002) as rf:
         yield rf
 
 

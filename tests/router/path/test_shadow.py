@@ -23,7 +23,7 @@ from quantroute.shadow.analysis import wilson
 from quantroute.sim.quality import load_quality
 from quantroute.tiers import Tier
 from tests.router.conftest import FP16, INT4, INT4_V2, MODEL, admin, chat, router_at, write_policy
-from tests.router.shadow_support import HangingNode
+from tests.router.path.shadow_support import HangingNode
 from tests.support.waiting import wait_until
 
 GREEDY_CODE = [{"role": "user", "content": "Write python code for the report"}]
