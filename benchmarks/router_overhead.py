@@ -374,7 +374,7 @@ def main() -> None:
     ap.add_argument("--touch-interval", type=float, default=5.0,
                     help="the routers' pin touch interval in seconds; chat gaps shrink by its ratio to the default "
                          f"{TOUCH_INTERVAL_S:g} s [5]")
-    ap.add_argument("--steady", choices=("new", "chat"), default=None,
+    ap.add_argument("--steady", choices=("none", "new", "chat"), default=None,
                     help="instead of the table: one router per --db (the first --workers count) for --steady-seconds "
                          "of this mode at c=32, at the default touch interval and real chat gaps, reported per slice")
     ap.add_argument("--steady-seconds", type=int, default=600, help="length of a --steady run [600]")
