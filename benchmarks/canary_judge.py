@@ -176,11 +176,15 @@ class Prefix:
         self.ttft_ok = ok & np.isfinite(ttft)
         self.tpot, self.ttft = tpot, ttft
 
-    def sample(self, t: float) -> ArmSample:
+    def sample(self, t: float, since: float = 0.0) -> ArmSample:
+        i = int(np.searchsorted(self.t, since, side="left"))
         n = int(np.searchsorted(self.t, t, side="right"))
-        return ArmSample.model_construct(requests=n, errors=int(self.err[n - 1]) if n else 0,
-                                         tpot_ms=self.tpot[:n][self.tpot_ok[:n]].tolist(),
-                                         ttft_ms=self.ttft[:n][self.ttft_ok[:n]].tolist())
+        if n <= i:
+            return ArmSample.model_construct(requests=0, errors=0, tpot_ms=[], ttft_ms=[])
+        errors = int(self.err[n - 1]) - (int(self.err[i - 1]) if i else 0)
+        return ArmSample.model_construct(requests=n - i, errors=errors,
+                                         tpot_ms=self.tpot[i:n][self.tpot_ok[i:n]].tolist(),
+                                         ttft_ms=self.ttft[i:n][self.ttft_ok[i:n]].tolist())
 
 
 def run_judge(base: Arm, cand: Arm, spec: Judge, horizon: float, every: float) -> Outcome:
@@ -188,7 +192,7 @@ def run_judge(base: Arm, cand: Arm, spec: Judge, horizon: float, every: float) -
     pb, pc = Prefix(base), Prefix(cand)
     t = FIRST_EVERY
     while t <= horizon:
-        bs, cs = pb.sample(t), pc.sample(t)
+        bs, cs = pb.sample(t, spec.warmup_s), pc.sample(t, spec.warmup_s)
         j = cs.requests
         v = evaluate(ArmStats(requests=bs.requests), ArmStats(requests=j), guards, samples=(bs, cs), steps=STEPS)
         if v.status == "breach":
@@ -237,7 +241,13 @@ def statistical(args: argparse.Namespace) -> list[Row]:
         ("ratio, defaults (1.5x, 300 s)", lambda b, c: run_ratio(b, c, Guards(**RATIO_DEFAULT), horizon)),
         ("judge (demo policy)", lambda b, c: run_judge(b, c, JUDGE_DEMO, horizon, args.judge_every)),
     ]
+    if args.judge_warmup:
+        warm = JUDGE_DEMO.model_copy(update={"warmup_s": args.judge_warmup})
+        methods.append((f"judge, warmup_s {args.judge_warmup}",
+                        lambda b, c: run_judge(b, c, warm, horizon, args.judge_every)))
     scenarios = SCENARIOS if not args.quick else [SCENARIOS[0], SCENARIOS[2], SCENARIOS[5]]
+    if args.scenarios:
+        scenarios = [SCENARIOS[i] for i in args.scenarios]
     rows = []
     for sc in scenarios:
         for share in args.shares:
@@ -251,7 +261,8 @@ def statistical(args: argparse.Namespace) -> list[Row]:
                 for name, fn in methods:
                     out[name].outcomes.append(fn(base, cand))
             rows += out.values()
-            print(f"  {sc.name} at {100 * share:g} %: {runs} runs in {time.monotonic() - t0:.0f} s", file=sys.stderr)
+            print(f"  {sc.name} at {100 * share:g} %: {runs} runs in {time.monotonic() - t0:.0f} s", file=sys.stderr,
+                  flush=True)
     return rows
 
 
@@ -360,8 +371,11 @@ def main(argv: list[str] | None = None) -> None:
                     help="canary shares in percent, comma-separated (default 1,5)")
     ap.add_argument("--rate", type=float, default=12.0, help="requests/s of the canaried model (the demo's ~12)")
     ap.add_argument("--horizon-min", type=float, default=60.0, help="a step held this long ends 'held'")
-    ap.add_argument("--judge-every", type=float, default=60.0, help="seconds between the judge's looks")
+    ap.add_argument("--judge-every", type=float, default=300.0, help="seconds between the judge's looks")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--judge-warmup", type=int, default=0, help="also the judge with this warmup_s (seconds)")
+    ap.add_argument("--scenarios", type=lambda s: [int(x) for x in s.split(",")], default=None,
+                    help="only these scenarios, by index (0 healthy ... 9 noisy baseline), comma-separated")
     ap.add_argument("--quick", action="store_true", help="healthy, TPOT +25 %% and errors +2 pts only")
     ap.add_argument("--fleet", action="store_true", help="validation rows on the real simulated fleet instead")
     ap.add_argument("--fleet-share", type=float, default=0.25)

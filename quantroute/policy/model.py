@@ -145,6 +145,16 @@ class Judge(Strict):
     metrics: list[JudgeMetric] = Field(default_factory=_default_judge_metrics, min_length=1)
     confidence: float = 0.95
     power: float = 0.8
+    # Seconds after each step starts whose requests are not judged: a new node or cache warming up is slow for a
+    # while, and the judge takes everything since the step began as one sample.
+    warmup_s: int = 0
+
+    @field_validator("warmup_s")
+    @classmethod
+    def _warmup(cls, v: int) -> int:
+        if not 0 <= v <= 86_400:
+            raise ValueError(f"warmup_s = {v}: seconds in [0, 86400] after a step starts that are not judged")
+        return v
 
     @field_validator("confidence", "power")
     @classmethod

@@ -41,15 +41,16 @@ def guard_verdict(engine: Engine, row: db.Rollout, spec: CanarySpec, policy: Pol
 def _judged(engine: Engine, row: db.Rollout, spec: CanarySpec, policy: Policy, now: datetime) -> GuardVerdict:
     """The statistical judge's inputs: both arms since the current step began (the data of one always-valid
     sequence; a sliding window would restart it on every look). At 100 % the baseline gets no new sessions, so
-    its sample is the whole previous step."""
-    start = row.step_at
+    its sample is the whole previous step. Requests in the judge's `warmup_s` after the step began are left out."""
+    judge = spec.guards.judge
+    start = min(now, row.step_at + timedelta(seconds=judge.warmup_s if judge else 0))
     cand, cand_s = facts.arm_figures(engine, model=row.model, deployment=row.candidate, arm=CANDIDATE_ARM,
                                      start=start, end=now)
     window = Window(start=start, end=now)
     base, base_s = facts.arm_figures(engine, model=row.model, deployment=row.baseline, arm=BASELINE_ARM,
                                      start=start, end=now)
     if row.percent >= 100 and len(row.history) >= 2:
-        bstart, bend = _at(row.history[-2]), _at(row.history[-1])
+        bstart, bend = _at(row.history[-2]) + timedelta(seconds=judge.warmup_s if judge else 0), _at(row.history[-1])
         base, base_s = facts.arm_figures(engine, model=row.model, deployment=row.baseline, arm=BASELINE_ARM,
                                          start=bstart, end=bend)
         window = Window(start=start, end=now, baseline_start=bstart, baseline_end=bend)

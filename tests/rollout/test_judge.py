@@ -174,6 +174,7 @@ def test_guards_use_the_judge_when_configured():
     ({"metrics": [{"metric": "tpot", "allowed": 0.1, "critical": False}]}, "metrics", "critical"),
     ({"metrics": [{"metric": "p99", "allowed": 0.1}]}, "metrics.0.metric", "tpot"),
     ({"metrics": []}, "metrics", "at least 1"),
+    ({"warmup_s": -1}, "warmup_s", "[0, 86400]"),
 ])
 def test_impossible_settings_are_refused_with_the_path(data, field, words):
     with pytest.raises(ValidationError) as e:

@@ -70,3 +70,13 @@ def test_a_healthy_step_with_enough_data_advances(svc, engine):
     v = svc.evaluate_guards(MODEL)
     assert v.status == "pass", v.summary
     assert svc.status(MODEL).percent == 50
+
+
+def test_requests_in_the_warm_up_are_not_judged(tmp_path, engine):
+    write_v1(tmp_path / "policies", policy_data(guards={"judge": {**JUDGE, "warmup_s": 3600},
+                                                        "require_eval_pass": True}))
+    svc = progressing_rollout(PolicyStore(tmp_path / "policies", engine), engine, expect=None)
+    log(engine, BASE, 2000, seed=1)
+    log(engine, CAND, 200, factor=1.4, seed=2)  # a regression, but inside the first hour of the step
+    v = svc.evaluate_guards(MODEL)
+    assert v.status == "inconclusive" and {m.verdict for m in v.judgement.metrics} == {"no data"}
