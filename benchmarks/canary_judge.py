@@ -25,6 +25,7 @@ import math
 import statistics
 import sys
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -255,7 +256,7 @@ def statistical(args: argparse.Namespace) -> list[Row]:
             out = {name: Row(sc.name, share, name) for name, _ in methods}
             t0 = time.monotonic()
             for r in range(runs):
-                rng = np.random.default_rng([args.seed, r, int(share * 1000), hash(sc.name) % 2**31])
+                rng = np.random.default_rng([args.seed, r, int(share * 1000), zlib.crc32(sc.name.encode())])
                 base = draw_arm(rng, fit, args.rate * (1 - share), horizon, None, noisy=sc.noisy_baseline)
                 cand = draw_arm(rng, fit, args.rate * share, horizon, sc)
                 for name, fn in methods:
