@@ -49,6 +49,9 @@ def _null(_value: None) -> None:
     return None
 
 
+WAL_SIZE_LIMIT = 16 * 1024 * 1024  # bytes of SQLite WAL kept on disk after a checkpoint
+
+
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
     # WAL lets the dashboard read while the router writes its request log; busy_timeout turns
     # writer contention into a short wait instead of "database is locked".
@@ -58,6 +61,9 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     # newest commits. It spares an fsync per commit, which the router's request-log writer pays many times a second.
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA busy_timeout=30000")
+    # The WAL file keeps the size of its busiest moment unless told otherwise: a burst of first turns (a client's
+    # reconnect storm, a seeded benchmark) left it at 80 MB for good. Truncated back to this after a checkpoint.
+    cur.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
 
