@@ -47,7 +47,7 @@ def deltas(math: float = -0.20) -> dict[str, TierDeltas]:
 
 
 def caps(slo: NamedSlo = THROUGHPUT, context: int = 55) -> tuple[float, float]:
-    return tuple(node_capacity(n, SHAPE, slo, context=context, prompt=10) for n in NODES)  # type: ignore[return-value]
+    return tuple(node_capacity(n, SHAPE, slo, context=context, prompt=10) for n in NODES)  # type: ignore[return-value]  # one per node of NODES
 
 
 def test_fleet_capacity_with_spill_lets_cheap_demand_use_the_tiers_above():

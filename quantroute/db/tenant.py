@@ -80,7 +80,7 @@ class AccessRevision(SQLModel, table=True):
 
 def bump_revision(*, session: Session) -> None:
     """Count a change to keys or tenants, in the caller's transaction."""
-    updated = session.execute(sa.update(AccessRevision).where(AccessRevision.id == 1)  # type: ignore[arg-type]
+    updated = session.execute(sa.update(AccessRevision).where(AccessRevision.id == 1)  # type: ignore[arg-type]  # SQLModel types the column as int
                               .values(n=AccessRevision.n + 1))
     if not updated.rowcount:  # type: ignore[attr-defined]  # a CursorResult
         session.add(AccessRevision(id=1, n=1))

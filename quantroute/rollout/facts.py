@@ -101,7 +101,7 @@ def _arm_rows(engine: Engine, *, model: str, deployment: str, arm: str, start: d
         q = select(RequestLog.status, RequestLog.latency_ms, RequestLog.ttft_ms, RequestLog.completion_tokens).where(
             RequestLog.model == model, RequestLog.deployment == deployment, RequestLog.arm == arm,
             RequestLog.ts >= start, RequestLog.ts <= end)
-        return [tuple(r) for r in s.exec(q)]  # type: ignore[misc]
+        return [tuple(r) for r in s.exec(q)]  # type: ignore[misc]  # rows of a multi-column select
 
 
 def agreement_window(engine: Engine, *, model: str, deployment: str, arm: str, reference_tier: str, start: datetime,

@@ -76,6 +76,8 @@ def policy_data(**canary_over) -> dict:
                    "eval_suite": SUITE, "checksum": "sha256:b4"},
             CAND: {"model": MODEL, "format": "int4", "method": "awq", "calibration_set": "ultrachat-512",
                    "eval_suite": SUITE, "checksum": "sha256:c4"}},
+        # the arms' traffic must reach the arms' deployments: no spill up to fp16 under load
+        "spill": {"enabled": False},
         "rules": [{"name": "precise-work", "weight": 6, "when": {"keywords": {"any": ["python", "equation"]}}},
                   {"name": "casual", "weight": -2, "when": {"keywords": {"any": ["hi", "joke"]}}}],
         "thresholds": [{"min_score": 6, "tier": "fp16"}],

@@ -57,6 +57,8 @@ def policy_data(version: int, **over) -> dict:
         "thresholds": [{"min_score": 6, "tier": "fp16"}, {"min_score": 3, "tier": "int8"}],
         "sessions": {"affinity": True, "ttl_s": 600, "max_wait_ms": 300, "quiescence_s": 60},
         "escalation": {"enabled": True, "max_tier": "fp16"},
+        # these tests pin down where rules send a request; spill's own tests turn it on
+        "spill": {"enabled": False},
     }
     data.update(over)
     return data

@@ -94,7 +94,7 @@ def test_a_disabled_user_and_a_revoked_or_expired_token_are_refused_at_once(engi
     token = soon.output.strip()
     assert authenticate_token(engine, token).name == "oscar"
     with db_session(engine) as s:
-        row = s.exec(select(UserToken).where(UserToken.user_name == "oscar", UserToken.revoked == False)).one()  # noqa: E712
+        row = s.exec(select(UserToken).where(UserToken.user_name == "oscar", UserToken.revoked.is_(False))).one()
         row.expires_at = utcnow() - timedelta(seconds=1)
         s.add(row)
         s.commit()

@@ -61,7 +61,7 @@ def test_limits_priority_and_revocation_in_the_table(engine):
     revoke_key(engine, actor="olga", prefix=a[:11])
     table.refresh()
     reads = []
-    table.refresh = lambda: reads.append(1)  # type: ignore[method-assign]
+    table.refresh = lambda: reads.append(1)  # type: ignore[method-assign]  # count the reads
     with pytest.raises(Unauthorized):  # known as revoked: refused without reading the database again
         check(table, a)
     assert reads == []
