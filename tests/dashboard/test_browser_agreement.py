@@ -5,17 +5,13 @@ screenshot of the tab lands in tests/artifacts/live-agreement.png."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
-import httpx
 import pytest
 
-from quantroute.ports import free_port
-from tests.dashboard.conftest import APP, PASSWORD, REPO
+from tests.dashboard.conftest import PASSWORD
+from tests.dashboard.streamlit_server import streamlit_server
 from tests.dashboard.test_browser import ARTIFACTS, CHROMIUM, goto, idle, no_reprs
 from tests.shadow.seed import seed_pairs
-from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Chromium at /usr/bin/chromium")]
@@ -26,25 +22,8 @@ def dashboard(stack, tmp_path):
     engine, _ = stack
     seed_pairs(engine, rule="casual-chat", served="int4", shadow="fp16", n=40, agree=20)
     seed_pairs(engine, rule="greedy-structured", served="fp16", shadow="fp8", n=200, agree=200)
-    port = free_port()
-    log = (tmp_path / "dashboard.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", APP, "--server.headless", "true",
-                             "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                            env=os.environ.copy(), start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        def up() -> bool:
-            assert proc.poll() is None, (tmp_path / "dashboard.log").read_text()
-            return httpx.get(url + "/_stcore/health", timeout=2).status_code == 200
-
-        wait_until(up, what="the dashboard to answer /_stcore/health", timeout=60, interval=0.3,
-                   ignore=(httpx.HTTPError,))
+    with streamlit_server(tmp_path) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
 
 
 @pytest.mark.timeout(300)
