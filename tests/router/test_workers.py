@@ -8,9 +8,11 @@ the old pin while the others followed the new one), a drain reaches every worker
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import stat
+import tempfile
 from pathlib import Path
 
 import httpx
@@ -33,6 +35,14 @@ def by_worker(metrics: str, name: str) -> dict[str, float]:
     for s in samples(metrics, name):
         out[s.labels["worker"]] = out.get(s.labels["worker"], 0.0) + s.value
     return out
+
+
+@pytest.fixture
+def run_dir():
+    """A short runtime directory: a socket path under pytest's numbered tmp_path can pass AF_UNIX's 107 bytes."""
+    d = Path(tempfile.mkdtemp(prefix="qr-run-"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture
@@ -98,10 +108,8 @@ def test_a_worker_that_cannot_be_reached_fails_an_unpin_by_name(two_workers, tmp
     assert "worker 1 did not answer" in body["message"] and "retry the unpin" in body["message"]
 
 
-def test_the_real_command_with_two_workers(make_settings, tmp_path):
+def test_the_real_command_with_two_workers(make_settings, run_dir):
     settings = make_settings()
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
     proc, url = router_process(settings, workers=2, env={"QUANTROUTE_ROUTER_RUNTIME_DIR": str(run_dir)})
     try:
         [peers] = list(run_dir.glob("quantroute-workers-*"))
@@ -182,10 +190,8 @@ def test_several_workers_need_a_directory_they_can_write(make_settings, tmp_path
 
 
 
-def test_a_killed_worker_comes_back_under_its_name(make_settings, tmp_path):
+def test_a_killed_worker_comes_back_under_its_name(make_settings, run_dir):
     settings = make_settings()
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
     proc, url = router_process(settings, workers=2, env={"QUANTROUTE_ROUTER_RUNTIME_DIR": str(run_dir)})
     try:
         [peers] = list(run_dir.glob("quantroute-workers-*"))
