@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 import httpx
 import pytest
@@ -23,9 +22,9 @@ from quantroute.demo import simulated as demo
 from quantroute.rollout.checklist import BY_KEY
 from quantroute.router.path.canary import bucket
 from tests.conftest import wait_until
+from tests.dashboard import browser as ui
+from tests.dashboard.browser import ARTIFACTS, CHROMIUM, goto, idle, no_reprs
 
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 PAGES = ["Fleet", "Policy", "Sessions", "Evals", "Rollouts", "Capacity", "Audit"]
 PASSWORDS = {"olivia": "op-pass-1", "rahul": "rev-pass-1", "ana": "ana-pass-1"}
 MODEL, BASELINE, CANDIDATE = "llama3-8b", "llama3-8b-awq-w4a16", "llama3-8b-awq-w4a16-v2"
@@ -48,29 +47,8 @@ def stack(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu",
-                                                              "--disable-background-networking"])
+    with ui.chromium() as b:
         yield b
-        b.close()
-
-
-# What a Python object looks like when it leaks onto a page: reprs, and a diff value cut with "...".
-REPRS = re.compile(r"datetime\.datetime\(|ItemView\(|RolloutStatus\(|None → None|\.\.\.\s*$", re.M)
-
-
-def no_reprs(page, where: str) -> None:
-    """The page as a person reads it (main area, tables included) shows no Python repr."""
-    idle(page)
-    text = page.locator('[data-testid="stMain"]').inner_text()
-    cells = page.locator('[data-testid="stDataFrame"]')
-    for i in range(cells.count()):  # the grid draws on a canvas: read its cells through the accessible table
-        text += "\n" + cells.nth(i).locator("table").first.inner_text() if cells.nth(i).locator("table").count() else ""
-    leak = REPRS.search(text)
-    assert leak is None, f"{where}: {text[max(0, leak.start() - 200):leak.end() + 50]!r}"
-    assert page.locator('[data-testid="stException"]').count() == 0, f"{where}: {text[:2000]}"
 
 
 def to_top(page) -> None:
@@ -94,27 +72,12 @@ def selected_tab(page) -> str:
 
 
 def login(page, url: str, name: str) -> None:
-    page.goto(url)
-    page.get_by_role("textbox", name="User").fill(name)
-    page.get_by_role("textbox", name="Password").fill(PASSWORDS[name])
-    page.get_by_role("button", name="Log in").click()
-    page.get_by_text(f"{name} · ").wait_for(timeout=30_000)
-
-
-def idle(page) -> None:
-    """Wait until the script run finished (a click during a run can land on an element being replaced)."""
-    page.wait_for_timeout(300)
-    page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden")
+    ui.login(page, url, name, PASSWORDS[name])
 
 
 def click(page, name: str) -> None:
     idle(page)
     page.get_by_role("button", name=name).click()
-
-
-def goto(page, title: str) -> None:
-    page.get_by_role("link", name=title).click()
-    page.get_by_role("heading", name=title).first.wait_for(timeout=30_000)
 
 
 def logout(page) -> None:

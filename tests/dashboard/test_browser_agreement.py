@@ -8,9 +8,9 @@ import os
 
 import pytest
 
+from tests.dashboard.browser import ARTIFACTS, CHROMIUM, chromium, goto, idle, login, no_reprs
 from tests.dashboard.conftest import PASSWORD
 from tests.dashboard.streamlit_server import streamlit_server
-from tests.dashboard.test_browser import ARTIFACTS, CHROMIUM, goto, idle, no_reprs
 from tests.shadow.seed import seed_pairs
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
@@ -28,18 +28,11 @@ def dashboard(stack, tmp_path):
 
 @pytest.mark.timeout(300)
 def test_a_suggestion_opens_a_policy_draft_with_its_what_if_replay(dashboard):
-    from playwright.sync_api import sync_playwright
-
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+    with chromium() as b:
         page = b.new_page(viewport={"width": 1400, "height": 1800})
         page.set_default_timeout(30_000)
-        page.goto(dashboard)
-        page.get_by_role("textbox", name="User").fill("olivia")
-        page.get_by_role("textbox", name="Password").fill(PASSWORD)
-        page.get_by_role("button", name="Log in").click()
-        page.get_by_text("olivia · ").wait_for()
+        login(page, dashboard, "olivia", PASSWORD)
         goto(page, "Evals")
         idle(page)
         page.get_by_role("tab", name="Live agreement").click()
@@ -58,4 +51,3 @@ def test_a_suggestion_opens_a_policy_draft_with_its_what_if_replay(dashboard):
         no_reprs(page, "policy draft from a suggestion")
         page.screenshot(path=str(ARTIFACTS / "live-agreement-draft.png"), full_page=True)
         assert page.get_by_role("button", name="Save draft as new version").is_enabled()
-        b.close()

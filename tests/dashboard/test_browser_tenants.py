@@ -13,9 +13,9 @@ from quantroute.db.engine import session
 from quantroute.db.tenant import ClientKey
 from quantroute.db.user import update_user
 from quantroute.tenants import create_key, key_hash
+from tests.dashboard.browser import ARTIFACTS, CHROMIUM, chromium, goto, idle, login, no_reprs
 from tests.dashboard.conftest import PASSWORD
 from tests.dashboard.streamlit_server import streamlit_server
-from tests.dashboard.test_browser import ARTIFACTS, CHROMIUM, goto, idle, no_reprs
 from tests.dashboard.test_tenants import seed_usage
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
@@ -33,19 +33,12 @@ def dashboard(stack, tmp_path):
 
 @pytest.mark.timeout(300)
 def test_an_operator_creates_and_revokes_a_key_and_a_disabled_operator_is_logged_out(stack, dashboard):
-    from playwright.sync_api import sync_playwright
-
     engine, _ = stack
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+    with chromium() as b:
         page = b.new_page(viewport={"width": 1400, "height": 1800})
         page.set_default_timeout(30_000)
-        page.goto(dashboard)
-        page.get_by_role("textbox", name="User").fill("olivia")
-        page.get_by_role("textbox", name="Password").fill(PASSWORD)
-        page.get_by_role("button", name="Log in").click()
-        page.get_by_text("olivia · ").wait_for()
+        login(page, dashboard, "olivia", PASSWORD)
         goto(page, "Tenants")
         page.get_by_text("What it cost, and what it would have cost all on FP16").wait_for()
         idle(page)
