@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 import time
 from collections import deque
@@ -35,7 +36,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
-from quantroute.db.engine import require_engine, table_of
+from quantroute.db.engine import WAL_SIZE_LIMIT, require_engine, table_of
 from quantroute.db.processors import bind_processors
 from quantroute.db.request_log import RequestLog
 from quantroute.db.request_stats import (
@@ -121,6 +122,8 @@ class RequestLogWriter:
         self._procs: list = []
         self._upsert: sa.Insert | None = None
         self._prepared_for: Engine | None = None
+        self._wal = ""  # the SQLite WAL file's path, when the database is an SQLite file (set by _prepare)
+        self.checkpoints = 0  # WAL truncations this writer ran (what tests read)
 
     def add(self, row: dict, *, nbytes: int = 0) -> None:
         """Queue one row; `nbytes` is what the client sized in it (the request body kept for replay)."""
@@ -304,6 +307,24 @@ class RequestLogWriter:
             upsert_minute_stats(conn=conn, stats=stats, statement=self._upsert)
             if usage:
                 conn.execute(self._tenant_upsert, usage)
+        if self._wal:
+            self._bound_wal()
+
+    def _bound_wal(self) -> None:
+        """Truncate the SQLite WAL once it outgrows `WAL_SIZE_LIMIT`. SQLite's own checkpoints are passive: while
+        another connection (the pin committer's) commits many times a second, one never finds every frame
+        copied, so the WAL is never restarted and grew past a gigabyte under chat traffic. A TRUNCATE checkpoint
+        holds new writers off while it copies (pin batches retry on the event loop meanwhile), then empties the
+        file. One stat per batch decides it."""
+        try:
+            size = os.stat(self._wal).st_size
+        except OSError:  # not created yet, or the database moved: nothing to bound
+            return
+        if size <= WAL_SIZE_LIMIT:
+            return
+        with require_engine(self.engine, who="the request log writer").connect() as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.checkpoints += 1
 
     def _sql_for(self, n: int) -> str:
         sql = self._sqls.get(n)
@@ -325,6 +346,8 @@ class RequestLogWriter:
         # PostgreSQL casts the JSON text to the column's type; SQLite stores it as the text it is
         marks = [f"CAST({mark} AS JSON)" if c in self.json_columns and dialect.name == "postgresql" else mark
                  for c in self.columns]
+        database = self.engine.url.database if dialect.name == "sqlite" else None  # type: ignore[union-attr]  # require_engine checked
+        self._wal = f"{database}-wal" if database and database != ":memory:" else ""
         self._head = f"INSERT INTO {table.name} ({', '.join(self.columns)})"
         self._row = f"({', '.join(marks)})"
         self._sqls = {}

@@ -97,3 +97,34 @@ def test_a_batch_is_inserted_with_one_statement_per_chunk_not_one_per_row(tmp_pa
     with eng.connect() as c:
         assert c.execute(text("SELECT count(*), count(DISTINCT request_id) FROM request_log")).one() == (2500, 2500)
     eng.dispose()
+
+
+def test_the_wal_is_truncated_once_another_connection_grew_it_past_the_limit(tmp_path, monkeypatch):
+    """The pin committer's connection commits without checkpointing; SQLite's passive checkpoints never find the
+    WAL fully copied while it writes, so the request log writer bounds the file after its batches."""
+    import os
+    import sqlite3
+
+    from quantroute.db.engine import init_db, make_engine
+    from quantroute.router.requestlog import writer as writer_module
+
+    path = tmp_path / "log.db"
+    eng = make_engine(f"sqlite:///{path}")
+    init_db(eng)
+    limit = 256 * 1024
+    monkeypatch.setattr(writer_module, "WAL_SIZE_LIMIT", limit)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("PRAGMA wal_autocheckpoint=0")  # as the pin committer's connection
+    other.execute("CREATE TABLE filler (b BLOB)")
+    for _ in range(64):
+        other.execute("INSERT INTO filler VALUES (?)", (os.urandom(16 * 1024),))
+    assert os.path.getsize(f"{path}-wal") > 4 * limit
+    writer = writer_module.RequestLogWriter(eng, batch_size=10)
+    rows = [{"ts": utcnow(), "request_id": f"r{i}", "model": "m", "status": 200, "stream": False, "latency_ms": 1.0,
+             "retries": 0, "escalated": False, "rules": [], "replay": None} for i in range(10)]
+    assert writer._write([writer.prepare(r) for r in rows]) == (10, 0)
+    assert writer.checkpoints == 1
+    assert os.path.getsize(f"{path}-wal") <= limit
+    assert other.execute("SELECT count(*) FROM filler").fetchone() == (64,)  # copied into the database, not lost
+    other.close()
+    eng.dispose()
