@@ -49,6 +49,7 @@ def _null(_value: None) -> None:
     return None
 
 
+BUSY_TIMEOUT_MS = 30_000
 WAL_SIZE_LIMIT = 16 * 1024 * 1024  # bytes of SQLite WAL kept on disk after a checkpoint
 
 
@@ -60,7 +61,7 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     # In WAL mode NORMAL keeps every commit atomic and survives a process crash; only a power cut can lose the
     # newest commits. It spares an fsync per commit, which the router's request-log writer pays many times a second.
     cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     # The WAL file keeps the size of its busiest moment unless told otherwise: a burst of first turns (a client's
     # reconnect storm, a seeded benchmark) left it at 80 MB for good. Truncated back to this after a checkpoint.
     cur.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")

@@ -36,7 +36,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
-from quantroute.db.engine import WAL_SIZE_LIMIT, require_engine, table_of
+from quantroute.db.engine import BUSY_TIMEOUT_MS, WAL_SIZE_LIMIT, require_engine, table_of
 from quantroute.db.processors import bind_processors
 from quantroute.db.request_log import RequestLog
 from quantroute.db.request_stats import (
@@ -62,6 +62,8 @@ LOOP_PREPARE_MAX_BYTES = 64 * 1024
 # The database could not be reached or was busy: the rows are fine, try them again later.
 TRANSIENT = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.DisconnectionError, sa_exc.TimeoutError,
              OSError)
+
+CHECKPOINT_WAIT_MS = 100  # how long a WAL truncation waits for readers and writers before it is left for later
 
 OnDrop = Callable[[str, int], None]  # (reason, rows)
 
@@ -322,9 +324,20 @@ class RequestLogWriter:
             return
         if size <= WAL_SIZE_LIMIT:
             return
-        with require_engine(self.engine, who="the request log writer").connect() as conn:
-            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-        self.checkpoints += 1
+        # The batch is committed: a checkpoint that cannot run now (a reader holds an old snapshot) is tried again
+        # after the next batch, and must never fail this one. Its wait is short, not the connection's 30 s.
+        try:
+            with require_engine(self.engine, who="the request log writer").connect() as conn:
+                conn.exec_driver_sql(f"PRAGMA busy_timeout={CHECKPOINT_WAIT_MS}")
+                try:
+                    busy = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").scalar()
+                finally:
+                    conn.exec_driver_sql(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        except Exception as e:  # noqa: BLE001 - see above
+            log.debug("WAL checkpoint not run: %s", e)
+            return
+        if not busy:
+            self.checkpoints += 1
 
     def _sql_for(self, n: int) -> str:
         sql = self._sqls.get(n)

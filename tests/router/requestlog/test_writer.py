@@ -128,3 +128,37 @@ def test_the_wal_is_truncated_once_another_connection_grew_it_past_the_limit(tmp
     assert other.execute("SELECT count(*) FROM filler").fetchone() == (64,)  # copied into the database, not lost
     other.close()
     eng.dispose()
+
+
+def test_a_checkpoint_a_reader_holds_off_never_fails_the_batch(tmp_path, monkeypatch):
+    """A reader in an old snapshot keeps TRUNCATE from finishing: the batch stays written once, and the
+    truncation is tried again after a later batch."""
+    import os
+    import sqlite3
+
+    from sqlalchemy import text
+
+    from quantroute.db.engine import init_db, make_engine
+    from quantroute.router.requestlog import writer as writer_module
+
+    path = tmp_path / "log.db"
+    eng = make_engine(f"sqlite:///{path}")
+    init_db(eng)
+    monkeypatch.setattr(writer_module, "WAL_SIZE_LIMIT", 1024)
+    writer = writer_module.RequestLogWriter(eng, batch_size=10)
+    rows = [{"ts": utcnow(), "request_id": f"r{i}", "model": "m", "status": 200, "stream": False, "latency_ms": 1.0,
+             "retries": 0, "escalated": False, "rules": [], "replay": None} for i in range(10)]
+    assert writer._write([writer.prepare(r) for r in rows[:5]]) == (5, 0)
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM request_log").fetchone()  # holds its snapshot
+    before = writer.checkpoints
+    assert writer._write([writer.prepare(r) for r in rows[5:]]) == (5, 0)
+    assert writer.checkpoints == before
+    reader.execute("COMMIT")
+    reader.close()
+    assert writer._write([writer.prepare(r) for r in rows[:1]]) == (1, 0)
+    assert writer.checkpoints == before + 1 and os.path.getsize(f"{path}-wal") <= 1024
+    with eng.connect() as c:
+        assert c.execute(text("SELECT count(*) FROM request_log")).scalar() == 11
+    eng.dispose()
