@@ -6,7 +6,6 @@ lifespan), fleet state, pins, the active policy reference, the request-log write
 from __future__ import annotations
 
 import asyncio
-import gc
 import itertools
 import logging
 import os
@@ -19,20 +18,23 @@ import orjson
 
 from quantroute.classify import RequestError
 from quantroute.clock import utcnow
-from quantroute.router.access.keys import Grant, KeyTable
+from quantroute.router.access.keys import Grant, KeyTable, Unknown
 from quantroute.router.admin.api import AdminApi
 from quantroute.router.admin.peers import WorkerPeers
 from quantroute.router.errors import BadRequest, BodyTooLarge, MethodNotAllowed, Overloaded, RequestTimeout, RouterError
+from quantroute.router.heap import freeze_startup_heap
 from quantroute.router.metrics.registry import RouterMetrics
-from quantroute.router.nodes.pool import Node, NodePool, probe_loop
+from quantroute.router.nodes.pool import NodePool, probe_loop
 from quantroute.router.nodes.sync import NodeSync, load_nodes
 from quantroute.router.nodes.upstream import FastUpstream, HttpxUpstream
 from quantroute.router.path import trace
 from quantroute.router.path.active_policy import PolicyHolder
 from quantroute.router.path.canary import DIRECT
-from quantroute.router.path.decide import Decider, PinMoved, Route
-from quantroute.router.path.forward import Forwarder, ForwardResult
+from quantroute.router.path.decide import Decider
+from quantroute.router.path.forward import FORWARD_HEADERS, KEYED_FORWARD_HEADERS, Forwarder, ForwardResult
+from quantroute.router.path.route import PinMoved, Route
 from quantroute.router.path.shadow import Shadower
+from quantroute.router.path.tags import route_headers
 from quantroute.router.pins.committer import PinCommitter
 from quantroute.router.pins.store import PinStore
 from quantroute.router.requestlog.privacy import PendingReplay
@@ -75,9 +77,10 @@ class Router:
                                        max_buffered=settings.log_buffer_max,
                                        max_buffered_bytes=settings.log_buffer_max_bytes,
                                        on_drop=self.metrics.log_dropped_rows)
+        self.forward_headers = FORWARD_HEADERS if settings.client_auth == "off" else KEYED_FORWARD_HEADERS
         self.shadows = Shadower(self.fleet, engine=engine, storage=settings.prompt_storage,
                                 log_batch_size=settings.log_batch_size, flush_interval_s=settings.log_flush_interval_s,
-                                registry=self.metrics.registry)
+                                registry=self.metrics.registry, forward_headers=self.forward_headers)
         self.node_sync = NodeSync(self.fleet, engine, interval_s=settings.node_refresh_s)
         self.decider = Decider(self.fleet, self.pins, retry_after_s=settings.retry_after_s, metrics=self.metrics,
                                on_miss=self.node_sync.kick,
@@ -113,7 +116,8 @@ class Router:
         self.shadows.upstream = self.upstream
         self.tracing = Tracing.from_env("quantroute-router")
         self.forwarder = Forwarder(self.upstream, self.fleet, retries=s.retries,
-                                   on_upstream_error=self._upstream_error, tracing=self.tracing)
+                                   on_upstream_error=self._upstream_error,
+                                   forward_headers=self.forward_headers, tracing=self.tracing)
         await asyncio.to_thread(self.holder.load_initial)
         await asyncio.to_thread(load_nodes, self.fleet, fleet_file=s.fleet_file, engine=self.engine)
         if self.keys is not None:
@@ -268,7 +272,10 @@ class Router:
         grant: Grant | None = None
         try:
             if self.keys is not None:
-                grant = await self.keys.check(headers, self.active, self.settings.max_concurrent_requests)
+                known = self.keys.check_known(headers, self.active, self.settings.max_concurrent_requests)
+                # a key this replica does not know yet: wait for one refresh before refusing it
+                grant = (await self.keys.check(headers, self.active, self.settings.max_concurrent_requests)
+                         if isinstance(known, Unknown) else known)
             decide_ns = time.time_ns() if tracing is not None else 0
             try:
                 route = await self.decider.decide(ap, data, headers, kind, grant)
@@ -329,7 +336,7 @@ class Router:
         try:
             await self.forwarder.forward(path=path, body=body, headers=raw_headers, first=route.node,  # type: ignore[union-attr]  # set by startup(), before any request
                                          pick_other=lambda tried: self.decider.pick(route.target, tried), send=send,
-                                         response_headers=lambda node: self.route_headers(route, node),
+                                         response_headers=lambda node: route_headers(route, node),
                                          started=started, out=out, gate=gate)
         except asyncio.CancelledError:
             if state["gone"]:
@@ -372,20 +379,6 @@ class Router:
 
         pending.add_done_callback(settled)
         return pending, settle_first
-
-    def route_headers(self, route: Route, node: Node) -> list[tuple[bytes, bytes]]:
-        h = [(b"x-quantroute-tier", node.tier.value.encode()),
-             (b"x-quantroute-deployment", node.deployment.encode()),
-             (b"x-quantroute-node", node.key.encode()),
-             (b"x-quantroute-policy-version", route.policy.version_bytes),
-             (b"x-quantroute-rules", route.rules_header)]
-        if route.arm is not None:
-            h.append((b"x-quantroute-arm", route.arm.encode()))
-        if route.from_pin:  # the rules header names this request's rules; the pin, not they, chose the tier
-            h.append((b"x-quantroute-pinned", b"true"))
-        if route.reason is not None:  # not the cheapest allowed tier: spilled up or escalated, and why
-            h.append((b"x-quantroute-reason", route.reason.encode()))
-        return h
 
     def _record(self, ts, started: float, request_id: str, data, route: Route | None, out: ForwardResult,
                 headers: dict, body_bytes: int, grant: Grant | None = None) -> None:
@@ -436,21 +429,6 @@ class Router:
         hp = route.policy.policy.headers if route else None
         extra = (hp.priority_header, hp.latency_budget_header, hp.min_tier_header) if hp else ()
         return (*self.settings.log_headers, *extra)
-
-
-# Young objects the cyclic GC lets accumulate before it collects (CPython's default is 700). Requests in flight
-# hold a few thousand objects at any moment, freed by reference counting; at the default the GC keeps walking them
-# with the event loop stopped. Above what requests in flight hold, it collects only what outlives requests.
-GC_YOUNG_THRESHOLD = 10_000
-
-
-def freeze_startup_heap() -> None:
-    """Everything alive after startup (modules, the ORM's registries, the policy, pools) stays alive: move it out
-    of the cyclic GC's sight, so a full collection does not walk it with the event loop stopped. Per-request
-    objects are freed by reference counting, so the young generation may grow to GC_YOUNG_THRESHOLD."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def create_app(settings: RouterSettings, *, transport: httpx.AsyncBaseTransport | None = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from quantroute.router.app import GC_YOUNG_THRESHOLD
+from quantroute.router.heap import GC_YOUNG_THRESHOLD
 from tests.router.conftest import router_at
 
 

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 MISS_REFRESH_S = 0.5
 BEARER = "bearer "
 MAX_KEY_CHARS = 128
+MAX_CACHED = 10_000  # Authorization values remembered per table generation (more: the cache starts over)
 # Under load a replica admits a tenant's request while its completions in progress are below this share of
 # max_concurrent_requests: priority 10 may use all of it, 5 three quarters, 1 ~55 %; lower priorities are shed
 # first, with the same 503 and Retry-After as a replica at its limit.
@@ -68,6 +69,13 @@ def _stricter(a: Tier | None, b: Tier | None) -> Tier | None:
     return a if a.rank < b.rank else b
 
 
+class Unknown:
+    """check_known's answer for a key neither table holds: a refresh may know it."""
+
+
+UNKNOWN = Unknown()
+
+
 class KeyTable:
     def __init__(self, engine: Engine | None, *, required: bool, refresh_s: float = 2.0,
                  retry_after_s: int = 1) -> None:
@@ -76,6 +84,9 @@ class KeyTable:
         self.required = required  # client_auth: required (a request without a key is refused) or optional
         self.refresh_s = refresh_s
         self.grants: dict[str, Grant] = {}  # sha256 hex -> grant
+        # The grants and, for them, the Authorization values already hashed: a returning key costs one dict
+        # lookup, not a SHA-256. Swapped as one object, so a value is never cached against a table it missed.
+        self._generation: tuple[dict[str, Grant], dict[str, Grant]] = (self.grants, {})
         self.revoked: set[str] = set()  # hashes of revoked keys: refused without asking the database again
         self._buckets: dict[tuple[str, str, int], Bucket] = {}  # (scope, kind, limit): kept across refreshes
         self._revision: int | None = None
@@ -86,29 +97,45 @@ class KeyTable:
     async def check(self, headers: Mapping[str, str], active: int, limit: int) -> Grant | None:
         """The grant of the request's key; None for a request without one when keys are optional. Raises 401
         (missing, malformed, unknown, revoked, expired), 503 (its priority is shed) or 429 (over a limit)."""
+        grant = self.check_known(headers, active, limit)
+        if grant is UNKNOWN:
+            await self.refresh_on_miss()
+            grant = self.check_known(headers, active, limit, refreshed=True)
+        if isinstance(grant, Unknown):  # not answered with refreshed=True; for the type checker
+            raise Unauthorized("invalid API key: unknown, revoked or expired")
+        return grant
+
+    def check_known(self, headers: Mapping[str, str], active: int, limit: int, *,
+                    refreshed: bool = False) -> Grant | None | Unknown:
+        """check() without waiting for the database: UNKNOWN for a key in neither table (unless `refreshed`,
+        when it is refused), so that the request path awaits nothing for a key it knows."""
         auth = headers.get("authorization")
         if not auth:
             if self.required:
                 raise Unauthorized("this router requires an API key: send 'Authorization: Bearer qk_...' "
                                    "(an operator creates one with `quantroute key create`)")
             return None
-        if auth[:7].lower() != BEARER or not auth[7:].startswith(KEY_PREFIX) or len(auth) > 7 + MAX_KEY_CHARS:
-            raise Unauthorized("malformed API key: expected 'Authorization: Bearer qk_...'")
-        digest = key_hash(auth[7:].strip())
-        grant = self.grants.get(digest)
+        grants, cache = self._generation
+        grant = cache.get(auth)
         if grant is None:
-            if digest not in self.revoked:
-                await self.refresh_on_miss()
-                grant = self.grants.get(digest)
+            if auth[:7].lower() != BEARER or not auth[7:].startswith(KEY_PREFIX) or len(auth) > 7 + MAX_KEY_CHARS:
+                raise Unauthorized("malformed API key: expected 'Authorization: Bearer qk_...'")
+            digest = key_hash(auth[7:].strip())
+            grant = grants.get(digest)
             if grant is None:
-                raise Unauthorized("invalid API key: unknown, revoked or expired")
-        now = time.time()
-        if grant.expires is not None and now >= grant.expires:
+                if refreshed or digest in self.revoked:
+                    raise Unauthorized("invalid API key: unknown, revoked or expired")
+                return UNKNOWN
+            if len(cache) >= MAX_CACHED:
+                cache.clear()
+            cache[auth] = grant
+        if grant.expires is not None and time.time() >= grant.expires:
             raise Unauthorized("invalid API key: unknown, revoked or expired")
         if active > limit * grant.admit_share:
             raise Overloaded(f"this router replica is busy; requests of priority {grant.priority} wait for room "
                              "(retry after the Retry-After delay)", headers={"Retry-After": str(self.retry_after_s)})
-        self._admit(grant, time.monotonic())
+        if grant.requests or grant.tokens:
+            self._admit(grant, time.monotonic())
         return grant
 
     def _admit(self, grant: Grant, now: float) -> None:
@@ -200,4 +227,5 @@ class KeyTable:
                 r.tenant, r.prefix, floor, t.priority, expires,
                 requests=bucket(f"key {r.prefix}", "rpm", r.rpm) + bucket(f"tenant {t.name}", "rpm", t.rpm),
                 tokens=bucket(f"key {r.prefix}", "tpm", r.tpm) + bucket(f"tenant {t.name}", "tpm", t.tpm))
+        self._generation = (grants, {})
         self.grants, self.revoked, self._buckets, self._revision = grants, revoked, buckets, seen

@@ -44,7 +44,7 @@ class RouterMetrics:
         r.register(self.series)
         self.decision_seconds = self.series.decision
         # python_gc_collections_total and the objects collected, per generation: whether the cyclic GC stops the
-        # event loop often (see GC_YOUNG_THRESHOLD in router/app.py); read at scrape time from gc.get_stats()
+        # event loop often (see GC_YOUNG_THRESHOLD in router/heap.py); read at scrape time from gc.get_stats()
         GCCollector(registry=r)
         self.build_info = Gauge("quantroute_build_info", "Always 1; the labels say what runs",
                                 ["version", "python"], registry=r)

@@ -24,6 +24,9 @@ MAX_CAPTURE_BYTES = 1024 * 1024  # a larger answer is not kept for a shadow comp
 # Client headers worth passing on; everything else (host, length, encodings, hop-by-hop) is ours to set.
 FORWARD_HEADERS = frozenset({b"authorization", b"content-type", b"accept", b"x-request-id", b"traceparent",
                              b"openai-organization", b"openai-project"})
+# With client keys on, Authorization carries the client's key: the router's credential, which a node (or its
+# access log) must never see.
+KEYED_FORWARD_HEADERS = FORWARD_HEADERS - {b"authorization"}
 
 Send = Callable[[dict], Awaitable[None]]
 Gate = Callable[[], Awaitable[None]]  # awaited before the first byte of a response leaves; may raise
@@ -51,8 +54,9 @@ class ForwardResult:
     span: Any = None  # the request's span, when tracing is on
 
 
-def upstream_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    out = [(k, v) for k, v in raw if k in FORWARD_HEADERS]
+def upstream_headers(raw: list[tuple[bytes, bytes]],
+                     allowed: frozenset[bytes] = FORWARD_HEADERS) -> list[tuple[bytes, bytes]]:
+    out = [(k, v) for k, v in raw if k in allowed]
     if not any(k == b"content-type" for k, _ in out):
         out.append((b"content-type", b"application/json"))
     return out
@@ -87,8 +91,9 @@ def _count(v) -> int | None:
 
 class Forwarder:
     def __init__(self, upstream, fleet: NodePool, *, retries: int, on_upstream_error=None,
-                 tracing: Tracing | None = None) -> None:
+                 forward_headers: frozenset[bytes] = FORWARD_HEADERS, tracing: Tracing | None = None) -> None:
         self.upstream = upstream  # FastUpstream or HttpxUpstream
+        self.forward_headers = forward_headers
         self.fleet = fleet
         self.retries = retries
         self.on_upstream_error = on_upstream_error  # (tier, kind) -> None
@@ -102,7 +107,7 @@ class Forwarder:
         node answered and before anything is sent to the client (a new session's pin is stored meanwhile)."""
         node: Node | None = first
         tried: set[str] = set()
-        fwd_headers = upstream_headers(headers)
+        fwd_headers = upstream_headers(headers, self.forward_headers)
         last_error = "no node"
         tracing = self.tracing if out.span is not None else None
         while node is not None:

@@ -28,8 +28,8 @@ from quantroute.router.metrics.registry import LATENCY_BUCKETS
 from quantroute.router.nodes.pool import Node, NodePool
 from quantroute.router.nodes.upstream import UpstreamError
 from quantroute.router.path.canary import BASELINE, CANDIDATE
-from quantroute.router.path.decide import Route
-from quantroute.router.path.forward import upstream_headers
+from quantroute.router.path.forward import FORWARD_HEADERS, upstream_headers
+from quantroute.router.path.route import Route
 from quantroute.router.path.select import load
 from quantroute.router.requestlog.privacy import PromptStorage, redact_text, replay_record
 from quantroute.router.requestlog.writer import RequestLogWriter
@@ -124,8 +124,10 @@ def target_for(spec: Shadow, route: Route) -> ShadowJob | None:
 
 class Shadower:
     def __init__(self, fleet: NodePool, *, engine: Engine | None, storage: PromptStorage, log_batch_size: int,
-                 flush_interval_s: float, registry: CollectorRegistry, rng: random.Random | None = None) -> None:
+                 flush_interval_s: float, registry: CollectorRegistry, rng: random.Random | None = None,
+                 forward_headers: frozenset[bytes] = FORWARD_HEADERS) -> None:
         self.fleet = fleet
+        self.forward_headers = forward_headers
         self.storage = storage
         self.rng = rng or random.Random()
         self.metrics = ShadowMetrics(registry)
@@ -185,7 +187,8 @@ class Shadower:
                "served_node": route.node.key, "shadow_tier": node.tier.value, "shadow_deployment": node.deployment,
                "shadow_node": node.key}
         task = asyncio.get_running_loop().create_task(
-            self._run(job, node, path, body, upstream_headers(headers), served, row, (data, header_map)),
+            self._run(job, node, path, body, upstream_headers(headers, self.forward_headers), served, row,
+                      (data, header_map)),
             name=f"quantroute-shadow-{request_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -11,7 +11,7 @@ from quantroute.router.nodes.pool import Node
 from quantroute.tracing import Tracing
 
 if TYPE_CHECKING:
-    from quantroute.router.path.decide import Route
+    from quantroute.router.path.route import Route
 
 
 class ForwardResult(Protocol):

@@ -5,14 +5,21 @@ across two replicas on PostgreSQL, and usage per tenant that adds up to the requ
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 from datetime import timedelta
 
 import httpx
 import openai
 import pytest
+import yaml
 from sqlalchemy import text
 from sqlmodel import select
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Route
 
 from quantroute.clock import utcnow
 from quantroute.db.engine import init_db, make_engine
@@ -20,9 +27,10 @@ from quantroute.db.engine import session as db_session
 from quantroute.db.request_log import RequestLog
 from quantroute.db.request_stats import TenantUsageMinute
 from quantroute.db.tenant import ClientKey, bump_revision
+from quantroute.router.testing import serve_app
 from quantroute.tenants import create_key, revoke_key, set_tenant
 from tests.conftest import add_users, wait_until
-from tests.router.conftest import FP16, INT4, MODEL, SENSITIVE, TOLERANT, router_at
+from tests.router.conftest import FP16, INT4, INT8, MODEL, SENSITIVE, TOLERANT, router_at, write_policy
 
 OPERATOR = "olga"
 
@@ -211,4 +219,60 @@ def test_a_revocation_reaches_both_replicas_within_seconds(make_settings, pg_url
         # a key created after both started works on both at once (a miss reads the table again)
         fresh = create_key(eng, actor=OPERATOR, tenant="acme").key
         assert ask(u1, fresh).status_code == ask(u2, fresh).status_code == 200
+    eng.dispose()
+
+
+@contextlib.contextmanager
+def recording_nodes(sim, tmp_path):
+    """Two nodes (int8 and fp16) that answer every chat request and keep the headers each one arrived with."""
+    seen: list[tuple[str, dict[str, str]]] = []
+
+    def node_app(node_id: str) -> Starlette:
+        async def chat_answer(request: Request) -> JSONResponse:
+            seen.append((node_id, dict(request.headers)))
+            return JSONResponse({"id": "c", "object": "chat.completion", "created": 0, "model": INT8, "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}})
+
+        async def ok(request: Request) -> PlainTextResponse:
+            return PlainTextResponse("vllm:num_requests_waiting 0\nvllm:num_requests_running 0\n")
+
+        return Starlette(routes=[Route("/health", ok), Route("/metrics", ok),
+                                 Route("/v1/chat/completions", chat_answer, methods=["POST"])])
+
+    with serve_app(node_app("int8-a")) as int8_url, serve_app(node_app("fp16-a")) as fp16_url:
+        fleet = sim.fleet.model_dump(mode="json")
+        nodes = [{**n, "port": int(url.rsplit(":", 1)[1])} for n in fleet["nodes"]
+                 for node_id, url in (("int8-a", int8_url), ("fp16-a", fp16_url)) if n["id"] == node_id]
+        path = tmp_path / "recording-fleet.yaml"
+        path.write_text(yaml.safe_dump({**fleet, "nodes": nodes}))
+        yield path, seen
+
+
+def test_a_client_key_never_reaches_the_nodes_nor_their_shadows(make_settings, sim, policies, tmp_path):
+    # chatter goes to int8, and every greedy int8 answer is shadowed to fp16: that request must not carry the key
+    write_policy(policies, 1, thresholds=[{"min_score": 6, "tier": "fp16"}, {"min_score": -100, "tier": "int8"}],
+                 shadow={"rate": 1.0, "max_concurrent": 4, "max_target_load": 1000, "timeout_s": 30,
+                                      "pairs": [{"served": ["int8"], "shadow": "fp16"}]})
+    settings = make_settings(client_auth="required")
+    eng = setup_db(settings.db_url)
+    key = create_key(eng, actor=OPERATOR, tenant="bank").key
+    with recording_nodes(sim, tmp_path) as (fleet_file, seen):
+        with router_at(settings.model_copy(update={"fleet_file": fleet_file})) as (url, _):
+            answer = client(url, key).chat.completions.create(model=MODEL, messages=TOLERANT, max_tokens=4,
+                                                              temperature=0, extra_headers={"x-request-id": "req-1"})
+            assert answer.choices[0].message.content == "ok"
+            wait_until(lambda: len(seen) == 2, what="the request and its shadow at the nodes", timeout=10)
+        assert sorted(node for node, _ in seen) == ["fp16-a", "int8-a"]
+        for _, headers in seen:
+            assert "authorization" not in headers and key not in json.dumps(headers)
+        assert dict(seen)["int8-a"]["x-request-id"] == "req-1"  # the other headers still pass
+        # with client_auth off the router holds no credential of its own: a node's own API key passes through
+        seen.clear()
+        with router_at(make_settings(fleet_file=fleet_file)) as (url, _):
+            r = httpx.post(f"{url}/v1/chat/completions", headers={"authorization": "Bearer node-secret"}, timeout=30,
+                           json={"model": MODEL, "messages": TOLERANT, "max_tokens": 4, "temperature": 0})
+            assert r.status_code == 200
+            wait_until(lambda: len(seen) == 2, what="the request and its shadow at the nodes", timeout=10)
+        assert [h["authorization"] for _, h in seen] == ["Bearer node-secret"] * 2
     eng.dispose()

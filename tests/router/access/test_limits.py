@@ -1,13 +1,15 @@
 """The key table's decisions without a server: token buckets refill at their rate, a tenant's limits are shared
 by its keys, low priorities are shed first when a replica is busy, and a revoked key is refused without asking
-the database again."""
+the database again, and a key already seen is not hashed again."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
+from quantroute.router.access import keys as keys_module
 from quantroute.router.access.keys import KeyTable
 from quantroute.router.access.limits import Bucket, retry_after
 from quantroute.router.errors import Overloaded, RateLimited, Unauthorized
@@ -70,3 +72,26 @@ def test_limits_priority_and_revocation_in_the_table(engine):
     assert reads == [1]
     with pytest.raises(Unauthorized, match="this router requires an API key"):
         asyncio.run(table.check({}, 0, 100))
+
+
+def test_a_known_key_is_looked_up_once_and_still_expires_and_revokes(engine, monkeypatch):
+    add_users(engine, olga="operator")
+    key = create_key(engine, actor="olga", tenant="acme").key
+    table = KeyTable(engine, required=True)
+    table.refresh()
+    hashed = []
+    real_hash = keys_module.key_hash
+    with monkeypatch.context() as patch:
+        patch.setattr(keys_module, "key_hash", lambda k: hashed.append(k) or real_hash(k))
+        for _ in range(3):
+            assert check(table, key).tenant == "acme"
+    assert hashed == [key]  # hashed on first sight only
+    grant = table.grants[real_hash(key)]
+    grant.expires = time.time() - 1  # expiry is checked on every request, remembered key or not
+    with pytest.raises(Unauthorized, match="expired"):
+        check(table, key)
+    grant.expires = None
+    revoke_key(engine, actor="olga", prefix=key[:11])
+    table.refresh()  # a new table generation forgets every remembered key
+    with pytest.raises(Unauthorized):
+        check(table, key)
