@@ -35,17 +35,17 @@ from pathlib import Path
 import httpx
 
 from quantroute.ports import free_port
-from router_overhead import BACKENDS, BODY, HERE, PY, REPO, register, start, stop, wait_port
+from router_overhead import BACKENDS, BODY, HERE, PY, REPO, make_client_key, register, start, stop, wait_port
 from support.bench_db import Database
 
-MODES = ("none", "fixed", "new")
+MODES = ("none", "fixed", "new", "keys")  # keys: no session, a client API key on every request
 LINE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*?)(?: \[(.*)\])?$")
 
 
-def send(url: str, mode: str, count: int, tag: str, errors: list[str]) -> None:
+def send(url: str, mode: str, count: int, tag: str, errors: list[str], key: str = "") -> None:
     with httpx.Client(timeout=300) as client:
         for i in range(count):
-            headers = {}
+            headers = {"authorization": f"Bearer {key}"} if key else {}
             if mode == "new":  # random, as real session ids are (see support/wrk.py, LUA_NEW)
                 headers["x-session-id"] = f"{uuid.uuid4().hex}-{tag}-{i}"
             elif mode == "fixed":
@@ -55,10 +55,11 @@ def send(url: str, mode: str, count: int, tag: str, errors: list[str]) -> None:
                 errors.append(f"{r.status_code} {r.text[:200]}")
 
 
-def burst(url: str, mode: str, requests: int, concurrency: int, tag: str) -> None:
+def burst(url: str, mode: str, requests: int, concurrency: int, tag: str, key: str = "") -> None:
     errors: list[str] = []
     per = requests // concurrency
-    threads = [threading.Thread(target=send, args=(url, mode, per, f"{tag}-{k}", errors)) for k in range(concurrency)]
+    threads = [threading.Thread(target=send, args=(url, mode, per, f"{tag}-{k}", errors, key))
+               for k in range(concurrency)]
     for t in threads:
         t.start()
     for t in threads:
@@ -96,6 +97,10 @@ def measure(db: Database, mode: str, bports: list[int], args, tmp: Path) -> dict
     # interval) would add more per request the slower valgrind makes them, and that varied the total by ~5 %.
     quiet = {f"QUANTROUTE_ROUTER_{k}": "3600" for k in ("PROBE_INTERVAL_S", "NODE_REFRESH_S", "POLICY_POLL_S",
                                                         "PIN_PURGE_INTERVAL_S", "LOG_FLUSH_INTERVAL_S")}
+    key = ""
+    if mode == "keys":  # the router checks a client key on every request (client_auth: optional)
+        key = make_client_key(db.url)
+        quiet |= {"QUANTROUTE_ROUTER_CLIENT_AUTH": "optional", "QUANTROUTE_ROUTER_CLIENT_KEYS_REFRESH_S": "3600"}
     proc = start(cmd, env=quiet, log=tmp / "router.log")
     try:
         try:
@@ -106,10 +111,10 @@ def measure(db: Database, mode: str, bports: list[int], args, tmp: Path) -> dict
             register(rport, bport, deployment, tier, fmt)
         url = f"http://127.0.0.1:{rport}/v1/chat/completions"
         tag = uuid.uuid4().hex[:8]
-        burst(url, mode, max(args.requests // 5, args.concurrency), args.concurrency, f"warm-{tag}")
+        burst(url, mode, max(args.requests // 5, args.concurrency), args.concurrency, f"warm-{tag}", key)
         subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True, capture_output=True)
         t0 = time.monotonic()
-        burst(url, mode, args.requests, args.concurrency, tag)
+        burst(url, mode, args.requests, args.concurrency, tag, key)
         seconds = time.monotonic() - t0
         subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], check=True, capture_output=True)
         subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True, capture_output=True)

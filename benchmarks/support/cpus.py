@@ -66,3 +66,30 @@ def database_on_cpus(url: str, cpus: set[int]) -> Iterator[set[int]]:
         for p, mask in saved.items():
             with contextlib.suppress(ProcessLookupError):
                 os.sched_setaffinity(p, mask)
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time of a process and its descendants (a router's workers), every thread included."""
+    if pid is None:
+        return 0.0
+    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for p in descendants(pid):
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2:].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, ValueError):  # gone meanwhile
+            continue
+    return total
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its descendants (a router's workers), in MB."""
+    total = 0
+    for p in descendants(pid):
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    return total / 1024

@@ -26,6 +26,7 @@ from pathlib import Path
 TURNS = (2, 8)  # turns a chat session has, uniform
 GAP_S = (2.0, 120.0)  # seconds between a session's turns, uniform, before `scale`
 TOUCH_INTERVAL_S = 30.0  # the router's default pin_touch_interval_s, which `scale` shrinks with the gaps
+TRACE_MODES = ("returning", "chat")  # session modes of router_overhead.py that come back, from a trace made here
 
 LUA_TRACE = """
 local ids = {}
