@@ -64,6 +64,8 @@ class Ladder(BaseModel):
     window_s: float = Field(default=3.0, gt=0)
     windows: int = Field(default=2, ge=1, description="Measured windows per step; the step reports their median")
     drain_s: float = Field(default=12.0, ge=0, description="Longest wait for in-flight requests at the end")
+    settle_s: float = Field(default=120.0, ge=0, description="Longest wait, before a run, for the nodes to finish "
+                            "what an earlier run left running (their tokens would count in this run's first step)")
     plateau_steps: int = Field(default=0, ge=0, description="Stop after this many steps in a row that add less "
                                "than the SLO's min_gain over the best step so far (0: no plateau rule)")
 
@@ -179,6 +181,22 @@ async def router_counters(client: httpx.AsyncClient, url: str) -> dict[str, floa
 
 GENERATED, PREFIX_QUERIES, PREFIX_HITS = ("vllm:generation_tokens_total", "vllm:prefix_cache_queries_total",
                                          "vllm:prefix_cache_hits_total")
+IN_FLIGHT = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+
+
+async def nodes_busy(client: httpx.AsyncClient, nodes: dict[str, str]) -> int:
+    """Requests running or waiting on the nodes now, from their vLLM-style gauges."""
+    return int(sum(sum(c.values()) for c in (await node_samples(client, nodes, IN_FLIGHT)).values()))
+
+
+async def settle(client: httpx.AsyncClient, nodes: dict[str, str], timeout_s: float) -> int:
+    """Wait until no node runs or queues a request, for at most `timeout_s`; what is still busy then. A run
+    started on the same fleet right after another would otherwise count the earlier run's tokens in its first
+    step, which then reads high enough to end the climb early as a plateau."""
+    deadline = time.monotonic() + timeout_s
+    while (busy := await nodes_busy(client, nodes)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    return busy
 
 
 async def node_tokens(client: httpx.AsyncClient, nodes: dict[str, str]) -> dict[str, float]:
@@ -202,9 +220,15 @@ async def scrape(client: httpx.AsyncClient, url: str) -> str:
 
 async def node_counters(client: httpx.AsyncClient, nodes: dict[str, str]) -> dict[str, dict[str, float]]:
     """Per node: generated tokens and prefix-cache queries and hits so far (vLLM's counter names)."""
+    return await node_samples(client, nodes, (GENERATED, PREFIX_QUERIES, PREFIX_HITS))
+
+
+async def node_samples(client: httpx.AsyncClient, nodes: dict[str, str],
+                       names: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Per node: each named series summed over its labels, from one scrape."""
     async def one(url: str) -> dict[str, float]:
         text = await scrape(client, url)
-        out = dict.fromkeys((GENERATED, PREFIX_QUERIES, PREFIX_HITS), 0.0)
+        out = dict.fromkeys(names, 0.0)
         for fam in text_string_to_metric_families(text):
             for s in fam.samples:
                 if s.name in out:
@@ -301,6 +325,9 @@ async def climb(stack: FleetStack, *, name: str, label: str, policy: Policy, tra
     # Scrapes use their own client, so they never queue behind (or share a reset connection with) the load.
     async with httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=10.0), limits=limits) as client, \
             httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0)) as scraper:
+        if busy := await settle(scraper, stack.node_urls, ladder.settle_s):
+            raise RuntimeError(f"{name}: {busy} request(s) still on the nodes after {ladder.settle_s:.0f} s "
+                               "(settle_s); a run measured now would count their tokens")
         before = mark = await router_counters(scraper, stack.router_url)
         counters0 = await node_counters(scraper, stack.node_urls)
         for k, conc in enumerate(ladder.values()):

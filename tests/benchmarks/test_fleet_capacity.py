@@ -1,8 +1,10 @@
 """The fleet experiment on a short run: seed 000's fleet behind the real router (separate processes), a two-step
 staircase per arm; invariants (0 sensitive on INT4 by the classifier, 0 switches) and the capacity bookkeeping."""
 
+import asyncio
 from pathlib import Path
 
+import httpx
 import pytest
 
 from quantroute.fleet import load_fleet
@@ -76,3 +78,34 @@ def test_blind_arm_reports_the_nodes_real_tiers_and_their_prefix_cache():
     assert sum(n for by in d.served.values() for n in by.values()) == sum(
         n for by in d.class_tiers.values() for n in by.values())
     assert 0 < d.prefix_hits < d.prefix_queries  # shared system prompts hit the nodes' prefix caches
+
+
+def test_a_run_waits_for_the_nodes_to_finish_what_an_earlier_run_left_running():
+    """Requests whose clients are still connected keep generating after a staircase's drain; until they finish,
+    settle() reports them, and it returns 0 once the nodes are idle."""
+    from quantroute.loadtest.stack import fleet_stack
+    from support.fleet_capacity import climb, nodes_busy, settle
+
+    async def go(stack) -> tuple[int, int, int]:
+        body = {"model": "llama-13b", "max_tokens": 400, "temperature": 0.9, "ignore_eos": True,
+                "messages": [{"role": "user", "content": "Tell me a long story."}]}
+        async with httpx.AsyncClient(timeout=120) as client, httpx.AsyncClient(timeout=30) as scraper:
+            left = [asyncio.create_task(client.post(f"{stack.router_url}/v1/chat/completions", json=body))
+                    for _ in range(6)]
+            for _ in range(600):  # 30 s for the requests to reach the nodes
+                if await nodes_busy(scraper, stack.node_urls):
+                    break
+                await asyncio.sleep(0.05)
+            at_once = await settle(scraper, stack.node_urls, 0.0)  # an earlier run's requests, still running
+            with pytest.raises(RuntimeError, match="still on the nodes"):  # a run refuses to measure them
+                await climb(stack, name="b", label="tiered", policy=policy, traffic=MIXED,
+                            ladder=SHORT.model_copy(update={"settle_s": 0.0}), slo=Slo(ttft_p95_ms=60_000),
+                            time_scale=0.5)
+            after = await settle(scraper, stack.node_urls, 60.0)
+            answered = [(await t).status_code for t in left].count(200)
+            return at_once, after, answered
+
+    policy = arms.adapt(BASE, FLEET)
+    with fleet_stack(FLEET, policy, time_scale=0.5) as stack:
+        at_once, after, answered = asyncio.run(go(stack))
+    assert at_once > 0 and after == 0 and answered == 6
