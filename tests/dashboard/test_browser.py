@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Iterator
 
 import httpx
 import pytest
@@ -18,6 +19,7 @@ from sqlmodel import col, select
 
 from quantroute.db.engine import make_engine, session
 from quantroute.db.request_log import RequestLog
+from quantroute.demo import seed
 from quantroute.demo import simulated as demo
 from quantroute.rollout.checklist import BY_KEY
 from quantroute.router.path.canary import bucket
@@ -40,8 +42,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow,
 def stack(tmp_path_factory):
     with demo.demo_stack(tmp_path_factory.mktemp("demo") / "rt", time_scale=0.05, concurrency=2,
                          passwords=PASSWORDS) as st:
-        demo.seed_evals(st, suite="data/evals/smoke.jsonl")  # the canary pair runs on the pinned suite anyway
-        demo.seed_staircase(st, step_seconds=2, staircase=(1, 2))
+        seed.seed_evals(st, suite="data/evals/smoke.jsonl")  # the canary pair runs on the pinned suite anyway
+        seed.seed_staircase(st, step_seconds=2, staircase=(1, 2))
         yield st
 
 
@@ -90,19 +92,42 @@ def active_version(stack) -> int:
     return r.json()["version"]
 
 
-def first_step_sessions(percent: float, n: int = 4) -> list[str]:
+def first_step_sessions(percent: float) -> Iterator[str]:
     """Session keys the canary split puts in the candidate arm at `percent` (the router's own hash)."""
-    keys = (f"e2e-{i}" for i in range(100_000))
-    return [k for k in keys if bucket(k, MODEL) < percent][:n]
+    return (k for k in (f"e2e-{i}" for i in range(100_000)) if bucket(k, MODEL) < percent)
+
+
+def ask(stack, key: str) -> httpx.Response:
+    r = httpx.post(stack.router_url + "/v1/chat/completions", json=CHAT, timeout=30,
+                   headers={"x-session-id": key, "x-priority": "2"})
+    assert r.status_code == 200, r.text
+    return r
 
 
 def served(stack, key: str) -> tuple[str | None, str | None]:
     """(arm, deployment) the running router picked for one cheap-tier request of session `key`."""
-    r = httpx.post(stack.router_url + "/v1/chat/completions", json=CHAT, timeout=30,
-                   headers={"x-session-id": key, "x-priority": "2"})
-    assert r.status_code == 200, r.text
+    r = ask(stack, key)
     assert r.headers["x-quantroute-tier"] == "int4", r.headers
     return r.headers.get("x-quantroute-arm"), r.headers["x-quantroute-deployment"]
+
+
+def first_turns(stack, keys: Iterable[str], n: int, most_spilled: int = 40) -> dict[str, tuple[str | None, str]]:
+    """(arm, deployment) of the first turns of sessions from `keys`, until `n` of them got int4. A first turn
+    spills up when int4's nodes are at their knee under the demo's own traffic (a busy host): that session is
+    pinned above int4 for good, so it is passed over; every other first turn must be int4."""
+    got: dict[str, tuple[str | None, str]] = {}
+    spilled = 0
+    for key in keys:
+        r = ask(stack, key)
+        if r.headers.get("x-quantroute-reason", "").startswith("spilled up"):
+            spilled += 1
+            assert spilled <= most_spilled, f"{spilled} first turns spilled up: int4 stays at its knee"
+            continue
+        assert r.headers["x-quantroute-tier"] == "int4", r.headers
+        got[key] = (r.headers.get("x-quantroute-arm"), r.headers["x-quantroute-deployment"])
+        if len(got) == n:
+            return got
+    raise AssertionError(f"only {len(got)} of {n} sessions got int4 on their first turn")
 
 
 def served_until(stack, keys: list[str], want: set[tuple[str | None, str]], timeout_s: float = 15.0) -> set:
@@ -226,7 +251,7 @@ def test_operator_reviewer_canary_flow(stack, browser):
     page.get_by_text("progressing").first.wait_for()
     shot(page, "rollouts-approved.png")
     no_reprs(page, "rollout approved")
-    keys = first_step_sessions(1.0)
+    keys = list(first_turns(stack, first_step_sessions(1.0), 4))
     assert served_until(stack, keys, {("candidate", CANDIDATE)}) == {("candidate", CANDIDATE)}
     assert CANDIDATE in logged_deployments(stack, keys)
     goto(page, "Audit")
@@ -254,8 +279,8 @@ def test_operator_reviewer_canary_flow(stack, browser):
     no_reprs(page, "rollout rolled back")
     back = served_until(stack, keys, {("baseline", BASELINE)})
     assert back == {("baseline", BASELINE)}, back  # pinned candidate sessions re-armed to the baseline
-    fresh = [f"after-{i}" for i in range(8)]
-    assert {dep for _, dep in (served(stack, k) for k in fresh)} == {BASELINE}
+    fresh = first_turns(stack, (f"after-{i}" for i in range(1000)), 8)
+    assert {dep for _, dep in fresh.values()} == {BASELINE}, fresh
 
     # Fleet with Live on: the fleet state re-runs on its own; the page stays usable (navigation below)
     goto(page, "Fleet")

@@ -70,5 +70,7 @@ def test_an_operator_creates_and_revokes_a_key_and_a_disabled_operator_is_logged
         idle(page)
         page.get_by_text("7 days", exact=True).click()  # any interaction re-checks the user
         page.get_by_role("button", name="Log in").wait_for()
+        # the login form can draw while the last page's elements are still fading out: wait until they are gone
+        page.get_by_text("olivia · ").first.wait_for(state="detached")
         assert page.get_by_text("olivia · ").count() == 0
         b.close()
