@@ -272,9 +272,9 @@ class Router:
         grant: Grant | None = None
         try:
             if self.keys is not None:
-                known = self.keys.check_known(headers, self.active, self.settings.max_concurrent_requests)
-                # a key this replica does not know yet: wait for one refresh before refusing it
-                grant = (await self.keys.check(headers, self.active, self.settings.max_concurrent_requests)
+                limit = self.settings.max_concurrent_requests
+                known = self.keys.check_known(headers, self.active, limit)  # awaits nothing for a known key
+                grant = (await self.keys.check_after_refresh(headers, self.active, limit)
                          if isinstance(known, Unknown) else known)
             decide_ns = time.time_ns() if tracing is not None else 0
             try:

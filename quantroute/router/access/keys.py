@@ -83,24 +83,32 @@ class KeyTable:
         self.retry_after_s = retry_after_s
         self.required = required  # client_auth: required (a request without a key is refused) or optional
         self.refresh_s = refresh_s
-        self.grants: dict[str, Grant] = {}  # sha256 hex -> grant
-        # The grants and, for them, the Authorization values already hashed: a returning key costs one dict
-        # lookup, not a SHA-256. Swapped as one object, so a value is never cached against a table it missed.
-        self._generation: tuple[dict[str, Grant], dict[str, Grant]] = (self.grants, {})
+        # The grants (sha256 hex -> grant) and, for them, the Authorization values already hashed: a returning key
+        # costs one dict lookup, not a SHA-256. Swapped as one object by refresh() (a worker thread), so a value is
+        # never cached against a table it was not found in.
+        self._generation: tuple[dict[str, Grant], dict[str, Grant]] = ({}, {})
         self.revoked: set[str] = set()  # hashes of revoked keys: refused without asking the database again
         self._buckets: dict[tuple[str, str, int], Bucket] = {}  # (scope, kind, limit): kept across refreshes
         self._revision: int | None = None
         self._last_refresh = 0.0
         self._refreshing: asyncio.Future | None = None
 
+    @property
+    def grants(self) -> dict[str, Grant]:
+        return self._generation[0]
+
     # -- the request path ----------------------------------------------------------------------------------
     async def check(self, headers: Mapping[str, str], active: int, limit: int) -> Grant | None:
         """The grant of the request's key; None for a request without one when keys are optional. Raises 401
         (missing, malformed, unknown, revoked, expired), 503 (its priority is shed) or 429 (over a limit)."""
         grant = self.check_known(headers, active, limit)
-        if grant is UNKNOWN:
-            await self.refresh_on_miss()
-            grant = self.check_known(headers, active, limit, refreshed=True)
+        return await self.check_after_refresh(headers, active, limit) if isinstance(grant, Unknown) else grant
+
+    async def check_after_refresh(self, headers: Mapping[str, str], active: int, limit: int) -> Grant | None:
+        """check() for a key check_known did not know: the table is read again once, then the key is judged
+        against it (still unknown: 401)."""
+        await self.refresh_on_miss()
+        grant = self.check_known(headers, active, limit, refreshed=True)
         if isinstance(grant, Unknown):  # not answered with refreshed=True; for the type checker
             raise Unauthorized("invalid API key: unknown, revoked or expired")
         return grant
@@ -228,4 +236,4 @@ class KeyTable:
                 requests=bucket(f"key {r.prefix}", "rpm", r.rpm) + bucket(f"tenant {t.name}", "rpm", t.rpm),
                 tokens=bucket(f"key {r.prefix}", "tpm", r.tpm) + bucket(f"tenant {t.name}", "tpm", t.tpm))
         self._generation = (grants, {})
-        self.grants, self.revoked, self._buckets, self._revision = grants, revoked, buckets, seen
+        self.revoked, self._buckets, self._revision = revoked, buckets, seen
