@@ -37,8 +37,8 @@ class Rollout(SQLModel, table=True):
     """Status of one canary; written by the rollout service, read by the CLI and the dashboard."""
 
     __tablename__ = "rollout"
-    # At most one live rollout per model, enforced by the database: two people starting at once both pass the
-    # service's read-then-decide check, and only this index makes the second insert fail.
+    # At most one live rollout per model, enforced by the database: concurrent starts can all pass the service's
+    # read-then-decide check, and only this index makes every insert but one fail.
     __table_args__ = (Index("uq_rollout_live_model", "model", unique=True, sqlite_where=_LIVE,
                             postgresql_where=_LIVE),)
     id: int | None = Field(default=None, primary_key=True)

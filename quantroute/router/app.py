@@ -290,7 +290,7 @@ class Router:
             out.capture = shadow is not None
             try:
                 await self._forward(route, path, body, raw_headers, receive, send, started, out)
-            except PinMoved as moved:  # another replica pinned this session first: go where its pin says
+            except PinMoved as moved:  # the stored pin names another node (set by another replica): follow it
                 (self.metrics.affinity_moves if moved.affinity else self.metrics.pin_conflicts).inc()
                 decide_ns = time.time_ns() if tracing is not None else 0
                 route = await self.decider.follow(route)
