@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import uvloop
 
 from quantroute.ports import free_port
 from quantroute.router.nodes.upstream import FastUpstream, HttpxUpstream
+from support.procs import wait_port
 
 HERE = Path(__file__).resolve().parent
 BODY = orjson.dumps({"model": "llama3-8b", "messages": [{"role": "user", "content": "Write a short poem."}],
@@ -32,17 +32,6 @@ BODY = orjson.dumps({"model": "llama3-8b", "messages": [{"role": "user", "conten
 STREAM_BODY = orjson.dumps({"model": "llama3-8b", "stream": True,
                             "messages": [{"role": "user", "content": "Write a short poem."}]})
 HEADERS = [(b"content-type", b"application/json")]
-
-
-def wait_port(port: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"backend on port {port} did not start")
 
 
 def make_clients(base: str):
@@ -104,7 +93,7 @@ def main() -> None:
     port = free_port()
     backend = subprocess.Popen([sys.executable, str(HERE / "support" / "fast_backend.py"), str(port)])
     try:
-        wait_port(port)
+        wait_port(port, timeout=30, proc=backend)
         med = uvloop.run(bench(f"http://127.0.0.1:{port}", args.requests, args.rounds))
     finally:
         backend.terminate()
