@@ -112,8 +112,13 @@ class RolloutJournal:
         if written:
             activation.activate(self.store, new, v_after, by=by, rollback=rolling_back)  # type: ignore[arg-type]  # v_after is set whenever traffic moves
         if out.traffic:
-            activation.settle(self.store, self.engine, rollout_id=stored_id(new), revision=new.revision, by=by)
+            again = activation.settle(self.store, self.engine, rollout_id=stored_id(new), revision=new.revision,
+                                      by=by)
             self.observe(new)
+            if again is not None:
+                # This activation overtook a later revision's; a rollback among them may have looked for its
+                # version in between and returned unfinished: now that it is active again, finish it here.
+                self.finish_rollback(self.by_id(stored_id(new)), by)
         if rolling_back:
             return self.finish_rollback(new, by)
         return new

@@ -25,7 +25,7 @@ from quantroute.policy.store import PolicyStore
 from quantroute.rollout import activation, facts
 from quantroute.rollout.machine import Phase
 from quantroute.rollout.service import RolloutConflict, RolloutRefused, RolloutService
-from tests.conftest import add_users
+from tests.conftest import add_users, wait_until
 from tests.rollout.conftest import BASE, CAND, MODEL, PEOPLE, policy_data, progressing_rollout, record_eval, write_v1
 
 
@@ -164,6 +164,44 @@ def test_a_step_whose_activation_stalls_past_a_rollback_does_not_stay_in_force(p
     assert (st.phase, st.percent) == ("rolled-back", 0)
     assert in_force(store) == 0
     assert activations(engine)[-1] == st.policy_version
+
+
+def test_a_step_that_overtakes_a_rollback_finishes_it_when_it_settles(progressing, store, engine, monkeypatch):
+    """The order that left a rollback half done: the step wins its swap, the rollback swaps and activates, the
+    step's activation overtakes it, the rollback looks for its version (the step's is active) and returns still
+    rolling back; then the step settles, activating the rollback's version again. Settling finishes the
+    rollback, so traffic moved is recorded without waiting for the controller."""
+    rb_activated, step_activated, rb_returned = threading.Event(), threading.Event(), threading.Event()
+    original_activate, original_settle = activation.activate, activation.settle
+
+    def ordered_activate(store_, row, version, *, by, rollback):
+        if rollback:
+            original_activate(store_, row, version, by=by, rollback=rollback)
+            rb_activated.set()
+            assert step_activated.wait(30)
+            return None
+        assert rb_activated.wait(30)
+        out = original_activate(store_, row, version, by=by, rollback=rollback)
+        step_activated.set()
+        return out
+
+    def settle_after_the_rollback_returned(*args, **kw):
+        if kw["by"] != "ben":  # the step's settle; the rollback's own finds nothing to do
+            assert rb_returned.wait(30)
+        return original_settle(*args, **kw)
+
+    monkeypatch.setattr(activation, "activate", ordered_activate)
+    monkeypatch.setattr(activation, "settle", settle_after_the_rollback_returned)
+    t, out = in_thread(lambda: progressing.step(MODEL, by="ann"))
+    wait_until(lambda: progressing.status(MODEL).percent > 10, what="the step's swap to 50 %")
+    half = RolloutService(store).rollback(MODEL, by="ben", reason="stop")
+    rb_returned.set()
+    t.join(60)
+    assert "value" in out, out
+    assert half.phase == "rolling-back"  # this order did happen: the rollback saw the step's version active
+    st = progressing.status(MODEL)
+    assert (st.phase, st.percent) == ("rolled-back", 0)
+    assert in_force(store) == 0 and activations(engine)[-1] == st.policy_version
 
 
 def test_an_auto_advance_that_loses_to_a_person_keeps_the_guards_loop_running(progressing, store):
