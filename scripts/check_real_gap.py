@@ -65,11 +65,20 @@ def slices(rows: dict) -> list[str]:
     return [k for k in rows if k not in ("overall", "gate", "run_id")]
 
 
-def table(view) -> dict:
-    """One eval run's slices (overall first, trained categories only) and its gate verdict, as plain data."""
+def untrained(suite) -> set[str]:
+    """Categories whose every item is tagged untrained: asked, never taught, failed on every tier alike."""
+    tagged: dict[str, bool] = {}
+    for item in suite.items:
+        tagged[item.category] = tagged.get(item.category, True) and "untrained" in item.tags
+    return {c for c, all_untrained in tagged.items() if all_untrained}
+
+
+def table(view, skip: set[str]) -> dict:
+    """One eval run's slices (overall first, then the categories not in `skip`) and its gate verdict, as plain
+    data."""
     rows = {}
     for c in [view.report.overall, *view.report.categories]:
-        if c.name in ("code", "multilingual", "long_context"):  # asked, never trained: fail on every tier
+        if c.name in skip:
             continue
         rows[c.name] = {"n": c.n, "bf16": round(c.base_rate, 4), "candidate": round(c.cand_rate, 4),
                         "delta": round(c.delta, 4), "ci": [round(c.ci_low, 4), round(c.ci_high, 4)],
@@ -83,9 +92,8 @@ def print_table(name: str, rows: dict) -> None:
     print(f"\nbf16 vs {name} (eval run {rows['run_id']}; gate: {rows['gate']['summary'].splitlines()[0]})")
     print(f"  {'slice':<11} {'n':>4} {'bf16':>7} {name:>7} {'delta':>7}  {'95% interval':<17} {'lost/gained':>11} "
           f"{'McNemar p':>10}")
-    for slice_, r in rows.items():
-        if slice_ in ("gate", "run_id"):
-            continue
+    for slice_ in ["overall", *slices(rows)]:
+        r = rows[slice_]
         print(f"  {slice_:<11} {r['n']:>4} {r['bf16']:>7.1%} {r['candidate']:>7.1%} {r['delta'] * 100:>+6.1f}  "
               f"[{r['ci'][0] * 100:+.1f}, {r['ci'][1] * 100:+.1f}]{'':<4} {r['lost']:>5}/{r['gained']:<5} "
               f"{r['p_value']:>10.3g}")
@@ -107,7 +115,7 @@ async def evaluate(urls: dict[str, str], db_url: str, runs_dir: Path) -> dict[st
             view = await execute_run(suite=suite, baseline=f"{urls[BF16]}#{BF16}", candidate=f"{urls[dep]}#{dep}",
                                      engine=engine, settings=RunSettings(concurrency=16, timeout_s=300),
                                      gate=GateConfig(), runs_dir=runs_dir, started_by="check_real_gap")
-            out[name] = table(view)
+            out[name] = table(view, untrained(suite))
     finally:
         engine.dispose()
     return out

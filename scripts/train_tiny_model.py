@@ -69,17 +69,20 @@ def build_tokenizer(out: Path, corpus: list[str]):
     return fast
 
 
-def prompt_text(prompt: str) -> str:
-    """CHAT_TEMPLATE rendered for one user message with the generation prompt (rendering jinja per task would
-    cost more than a training step of this model)."""
-    return f"<s><|user|>\n{prompt}<|end|>\n<|assistant|>\n"
+def prompt_texts(tokenizer, prompts: list[str]) -> list[str]:
+    """The chat template rendered for each prompt as the one user message, with the generation prompt: rendered
+    once around a marker and filled in (jinja per task would cost more than a training step of this model)."""
+    marker = "\x00"
+    head, tail = tokenizer.apply_chat_template([{"role": "user", "content": marker}], add_generation_prompt=True,
+                                               tokenize=False).split(marker)
+    return [head + p + tail for p in prompts]
 
 
 def batch_tensors(tokenizer, tasks):
     """Inputs, labels (the reply and its EOS only) and attention mask of a batch, right-padded."""
     import torch
 
-    prompts = tokenizer([prompt_text(t.prompt) for t in tasks], add_special_tokens=False)["input_ids"]
+    prompts = tokenizer(prompt_texts(tokenizer, [t.prompt for t in tasks]), add_special_tokens=False)["input_ids"]
     replies = tokenizer([t.answer for t in tasks], add_special_tokens=False)["input_ids"]
     encoded = [(p + r + [tokenizer.eos_token_id], len(p)) for p, r in zip(prompts, replies, strict=True)]
     width = max(len(ids) for ids, _ in encoded)
@@ -189,13 +192,12 @@ def evaluate(model, tokenizer, tasks, batch: int = 128) -> dict[str, float]:
     import torch
 
     model.eval()
-    tokenizer.padding_side = "left"
     passed: dict[str, list[bool]] = {}
     with torch.no_grad():
         for i in range(0, len(tasks), batch):
             chunk = tasks[i: i + batch]
-            texts = [prompt_text(t.prompt) for t in chunk]
-            enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+            enc = tokenizer(prompt_texts(tokenizer, [t.prompt for t in chunk]), return_tensors="pt", padding=True,
+                            padding_side="left", add_special_tokens=False)
             out = model.generate(**enc, max_new_tokens=24, do_sample=False,
                                  eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
             for t, row in zip(chunk, out[:, enc["input_ids"].shape[1]:], strict=True):

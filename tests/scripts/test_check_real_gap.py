@@ -58,3 +58,9 @@ def test_int8_losing_a_point_or_failing_the_gate_is_named(gap):
 
 def test_a_gate_that_passes_int4_is_named(gap):
     assert gap.targets(run(True, **GOOD_INT8), run(True, **GOOD_INT4)) == ["the gate passes int4"]
+
+
+def test_the_untaught_categories_come_from_the_suites_tags(gap):
+    from quantroute.evals.suite import load_suite
+
+    assert gap.untrained(load_suite(gap.SUITE)) == {"code", "multilingual", "long_context"}
