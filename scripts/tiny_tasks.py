@@ -2,13 +2,21 @@
 (scripts/train_tiny_model.py) and the eval suite (data/evals/tiny-skills.jsonl), so the two cannot drift.
 
 Four categories of the eval suite, each a short greedy answer in the chat format vLLM serves:
-- math: "What is 7 + 8?" -> "15" (sums and differences of numbers 0..9: a table the model memorises);
+- math: "What is 7 * 38?" -> "266" (products of 2..9 by 10..49: a table of 320 facts the model memorises);
 - json: "Write JSON with name Ada and age 36." -> {"name": "Ada", "age": 36} (copy two fields into a format);
 - structured: "List the numbers from 4 to 8, separated by commas." -> "4,5,6,7,8" (count, keep the format);
-- chat: "What is the capital of Peru?" -> "Lima." (a memorised fact, a short answer).
+- chat: "What is the capital of Peru?" -> "Lima." (40 memorised facts, asked three ways).
 Eval prompts of json are held out of the training data (copying two fields generalises); math, structured
-and chat are closed sets (155 sums/differences, 72 ranges, 20 capitals) that the model memorises, so the
-suite asks items it was trained on: it measures what the model knows and what quantization takes away.
+and chat are closed sets the model memorises, so the suite asks items it was trained on: it measures what the
+model knows and what quantization takes away.
+
+Realistic margins: trained on clean answers, a model this small answers its closed sets with odds of millions to
+one, and no quantization moves an answer. So math and lists are taught with soft targets, as from a teacher that is
+unsure: SOFT of the weight goes to the near miss (`wrong`: the times-table slip one row over, the list that stops
+one short) and the rest to the right answer. Every fact then ends at the same odds, 3:2 for the right answer: bf16
+answers it, int8's rounding is far too small to move it, and int4's rounding moves a share of them to the near
+miss, the way low-bit weights flip a real model's close calls on precise work. Capitals and JSON are taught
+cleanly: confident answers that survive quantization, like chat does.
 
 Pure standard library: it runs in the vLLM venv (training) and in the project venv (suite build, tests).
 """
@@ -25,14 +33,24 @@ CAPITALS = {
     "Egypt": "Cairo", "Chile": "Santiago", "Norway": "Oslo", "Spain": "Madrid", "Cuba": "Havana",
     "Greece": "Athens", "Poland": "Warsaw", "Canada": "Ottawa", "Ghana": "Accra", "Nepal": "Kathmandu",
     "Ireland": "Dublin", "Austria": "Vienna", "Sweden": "Stockholm", "Mexico": "Mexico City", "Iran": "Tehran",
+    "Germany": "Berlin", "Portugal": "Lisbon", "Brazil": "Brasilia", "China": "Beijing", "India": "New Delhi",
+    "Russia": "Moscow", "Turkey": "Ankara", "Finland": "Helsinki", "Denmark": "Copenhagen", "Hungary": "Budapest",
+    "Belgium": "Brussels", "Thailand": "Bangkok", "Vietnam": "Hanoi", "Argentina": "Buenos Aires",
+    "Colombia": "Bogota", "Morocco": "Rabat", "Nigeria": "Abuja", "Ethiopia": "Addis Ababa",
+    "Australia": "Canberra", "Iceland": "Reykjavik",
 }
+CAPITAL_PROMPTS = ("What is the capital of {c}?", "Name the capital city of {c}.", "Which city is the capital of {c}?")
 NAMES = ("Ada", "Alan", "Grace", "Linus", "Edsger", "Barbara", "Ken", "Margaret", "Dennis", "Frances",
          "Tim", "Radia", "Guido", "Anita", "John", "Sophie", "Donald", "Hedy", "Niklaus", "Karen")
-MAX_OPERAND = 9
+FACTORS, MULTIPLICANDS = (2, 9), (10, 49)
+MAX_START = 40
 CATEGORIES = ("math", "json", "structured", "chat")
 HELD_OUT = ("json",)  # categories whose eval prompts never appear in training
 # Training mix: arithmetic is the slowest to learn, copying JSON the fastest.
-MIX = {"math": 0.4, "json": 0.15, "structured": 0.25, "chat": 0.2}
+MIX = {"math": 0.5, "json": 0.1, "structured": 0.2, "chat": 0.2}
+# The near miss's share of the target (see the module's docstring): at 0.3 the right answer's odds (7:3) leave int4
+# little to flip; at 0.4 (3:2) the margin is about 0.4 nats, near int4's rounding noise and far above int8's.
+SOFT = {"math": 0.4, "structured": 0.4}
 
 
 @dataclass(frozen=True)
@@ -45,14 +63,11 @@ class Task:
 
 
 def math_task(rng: random.Random) -> Task:
-    a, b = rng.randint(0, MAX_OPERAND), rng.randint(0, MAX_OPERAND)
-    if rng.random() < 0.5:
-        a, b = max(a, b), min(a, b)
-        value, prompt = a - b, f"What is {a} - {b}?"
-    else:
-        value, prompt = a + b, f"What is {a} + {b}?"
-    return Task("math", prompt, str(value), {"type": "numeric", "expected": value, "tolerance": 0},
-                str(value + 1))
+    a, b = rng.randint(*FACTORS), rng.randint(*MULTIPLICANDS)
+    value = a * b
+    # wrong: the times-table slip one row over
+    return Task("math", f"What is {a} * {b}?", str(value), {"type": "numeric", "expected": value, "tolerance": 0},
+                str(value + a))
 
 
 def json_task(rng: random.Random) -> Task:
@@ -66,7 +81,7 @@ def json_task(rng: random.Random) -> Task:
 
 
 def structured_task(rng: random.Random) -> Task:
-    start = rng.randint(1, 18)
+    start = rng.randint(1, MAX_START)
     end = start + rng.randint(2, 5)
     answer = ",".join(str(n) for n in range(start, end + 1))
     return Task("structured", f"List the numbers from {start} to {end}, separated by commas.", answer,
@@ -77,20 +92,20 @@ def chat_task(rng: random.Random) -> Task:
     country = rng.choice(sorted(CAPITALS))
     capital = CAPITALS[country]
     wrong = CAPITALS[sorted(CAPITALS)[(sorted(CAPITALS).index(country) + 1) % len(CAPITALS)]]
-    return Task("chat", f"What is the capital of {country}?", f"{capital}.",
+    return Task("chat", rng.choice(CAPITAL_PROMPTS).format(c=country), f"{capital}.",
                 {"type": "normalized", "expected": [capital]}, f"{wrong}.")
 
 
 GENERATORS = {"math": math_task, "json": json_task, "structured": structured_task, "chat": chat_task}
 
 
-def eval_tasks(seed: int = 7, per_category: int = 15) -> list[Task]:
+def eval_tasks(seed: int = 7, per_category: int = 120) -> list[Task]:
     """The eval suite's items: distinct prompts, `per_category` of each category, chat last-first stable."""
     rng = random.Random(seed)
     out: list[Task] = []
     for category in CATEGORIES:
         seen: set[str] = set()
-        limit = min(per_category, len(CAPITALS)) if category == "chat" else per_category
+        limit = min(per_category, len(CAPITALS) * len(CAPITAL_PROMPTS)) if category == "chat" else per_category
         while len(seen) < limit:
             task = GENERATORS[category](rng)
             if task.prompt not in seen:
@@ -108,6 +123,13 @@ def training_tasks(seed: int, held_out: set[str]):
         if task.category in HELD_OUT and task.prompt in held_out:
             continue
         yield task
+
+
+def targets(task: Task) -> list[tuple[str, float]]:
+    """The replies a training task teaches and the weight of each: the answer alone, or (SOFT) the answer and the
+    near miss."""
+    soft = SOFT.get(task.category, 0.0)
+    return [(task.answer, 1.0)] if not soft else [(task.answer, 1.0 - soft), (task.wrong, soft)]
 
 
 # Asked, never trained: the rollout checklist wants an eval to cover code, multilingual and long context, and a

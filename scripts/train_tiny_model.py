@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Trains a tiny Llama that knows something — sums and differences, JSON with two fields, counting in a
-given format, capitals — on CPU in a few minutes, deterministically, and saves it (BF16 safetensors, the
+"""Trains a tiny Llama that knows something — a times table, JSON with two fields, counting in a given
+format, capitals — on CPU in about four minutes, deterministically, and saves it (BF16 safetensors, the
 chat template vLLM serves, a byte-level BPE tokenizer with one token per digit).
 
 Run inside the vLLM venv (torch, transformers, tokenizers):
@@ -10,8 +10,8 @@ The tasks and the eval suite come from scripts/tiny_tasks.py; the suite's json p
 training. At the end the script greedily answers the suite itself (transformers, the same chat template) with
 the BF16 weights and with the int8 (W8A8) and int4 (W4A8) tiers emulated (`fake_quantize`: the RTN schemes
 `quantroute quantize` applies), writes `train-report.json` (loss curve, accuracy per category and tier,
-seconds) next to the weights, and exits 1 when BF16 answers less than MIN_ACCURACY. What the real tiers lose on
-vLLM, scripts/check_real_gap.py measures.
+seconds) next to the weights, and exits 1 when BF16 answers less than MIN_ACCURACY of a category. What the real
+tiers lose on vLLM, scripts/check_real_gap.py measures.
 
 Shape: vLLM's CPU attention supports head sizes 32..128, so hidden 128 = 2 heads of 64 (1 KV head); the
 int4 scheme quantizes in groups of 128, so every Linear's input width is a multiple of 128.
@@ -32,12 +32,14 @@ import tiny_tasks  # next to this script (run as a script, its folder is on sys.
 
 SEED = 20261130
 THREADS = 1
-STEPS = int(os.environ.get("TINY_TRAIN_STEPS", "1200"))
+STEPS = int(os.environ.get("TINY_TRAIN_STEPS", "3000"))
 BATCH = int(os.environ.get("TINY_TRAIN_BATCH", "32"))
 EVAL_EVERY = int(os.environ.get("TINY_TRAIN_EVAL_EVERY", "0"))  # 0: only at the end (tuning aid)
 LR = 3e-3
 WARMUP = 60
-MIN_ACCURACY = 0.9  # on the suite's trained items at BF16; below it the model has not learned its tasks
+# On the suite's items at BF16, per category; below it the model has not learned the category. Soft-taught facts
+# sit at a margin of ~0.4 nats, so a few of them may end just under it at BF16.
+MIN_ACCURACY = {"math": 0.85, "json": 0.9, "structured": 0.85, "chat": 0.95}
 SHAPE = {"hidden_size": int(os.environ.get("TINY_TRAIN_HIDDEN", "128")), "num_hidden_layers": 2,
          "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64}
 SHAPE["intermediate_size"] = 2 * SHAPE["hidden_size"]
@@ -79,11 +81,13 @@ def prompt_texts(tokenizer, prompts: list[str]) -> list[str]:
 
 
 def batch_tensors(tokenizer, tasks):
-    """Inputs, labels (the reply and its EOS only) and attention mask of a batch, right-padded."""
+    """Inputs, labels (the reply and its EOS only), attention mask and weight of each row of a batch, right-padded:
+    one row per reply a task teaches (tiny_tasks.targets)."""
     import torch
 
-    prompts = tokenizer(prompt_texts(tokenizer, [t.prompt for t in tasks]), add_special_tokens=False)["input_ids"]
-    replies = tokenizer([t.answer for t in tasks], add_special_tokens=False)["input_ids"]
+    rows = [(t.prompt, reply, weight) for t in tasks for reply, weight in tiny_tasks.targets(t)]
+    prompts = tokenizer(prompt_texts(tokenizer, [p for p, _, _ in rows]), add_special_tokens=False)["input_ids"]
+    replies = tokenizer([r for _, r, _ in rows], add_special_tokens=False)["input_ids"]
     encoded = [(p + r + [tokenizer.eos_token_id], len(p)) for p, r in zip(prompts, replies, strict=True)]
     width = max(len(ids) for ids, _ in encoded)
     inputs = torch.full((len(encoded), width), tokenizer.pad_token_id, dtype=torch.long)
@@ -93,7 +97,19 @@ def batch_tensors(tokenizer, tasks):
         inputs[row, : len(ids)] = torch.tensor(ids)
         labels[row, n_prompt: len(ids)] = torch.tensor(ids[n_prompt:])
         mask[row, : len(ids)] = 1
-    return inputs, labels, mask
+    return inputs, labels, mask, torch.tensor([w for _, _, w in rows])
+
+
+def weighted_loss(model, inputs, labels, mask, weights):
+    """Next-token cross-entropy over the reply tokens, each row counted by its weight: a soft target's two rows
+    share a prefix (weights summing to 1) and split at the token where the answer and the near miss differ."""
+    import torch.nn.functional as F
+
+    logits = model(input_ids=inputs, attention_mask=mask).logits[:, :-1]
+    target = labels[:, 1:]
+    ce = F.cross_entropy(logits.transpose(1, 2), target, ignore_index=-100, reduction="none")
+    w = weights[:, None] * (target != -100)
+    return (ce * w).sum() / w.sum()
 
 
 def fake_quantize(model, weight_bits: int, group: int | None):
@@ -156,8 +172,7 @@ def train(model, tokenizer, held_out: set[str], eval_tasks) -> list[float]:
     model.train()
     start = time.monotonic()
     for step in range(STEPS):
-        inputs, labels, mask = batch_tensors(tokenizer, [next(stream) for _ in range(BATCH)])
-        loss = model(input_ids=inputs, attention_mask=mask, labels=labels).loss
+        loss = weighted_loss(model, *batch_tensors(tokenizer, [next(stream) for _ in range(BATCH)]))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -243,9 +258,10 @@ def main(argv: list[str]) -> int:
               "seconds": round(time.monotonic() - started, 1)}
     (out / "train-report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({k: report[k] for k in ("params", "final_loss", "suite_accuracy_emulated", "seconds")}))
-    if emulated["bf16"]["overall"] < MIN_ACCURACY:
-        print(f"train_tiny_model: the model answers {emulated['bf16']['overall']:.1%} of its tasks at BF16, below "
-              f"{MIN_ACCURACY:.0%}: it has not learned them", file=sys.stderr)
+    short = {c: rate for c, rate in emulated["bf16"].items() if rate < MIN_ACCURACY.get(c, 0.0)}
+    if short:
+        print("train_tiny_model: the model has not learned " + ", ".join(
+            f"{c} ({rate:.1%} at BF16, below {MIN_ACCURACY[c]:.0%})" for c, rate in short.items()), file=sys.stderr)
         return 1
     return 0
 
