@@ -34,10 +34,11 @@ demo: $(STAMP)
 	$(BIN)/python -m quantroute.demo $(DEMO_ARGS)
 
 # A real vLLM fleet (bf16, int8, int4 of the tiny trained model; ~3.3 GB RAM per server) under router,
-# controller and dashboard. The setup steps are cached (.venvs/, .cache/): only the first run takes minutes.
+# controller and dashboard. The setup steps are cached (.venvs/, .cache/): only the first run takes minutes, and
+# it stops with the figures if the artifacts do not show the quantization gap (scripts/check_real_gap.py).
 demo-real: $(STAMP)
 	bash scripts/setup_vllm.sh
-	bash scripts/setup_real_tiers.sh
+	QUANTROUTE_REAL_GAP_CHECK=1 bash scripts/setup_real_tiers.sh
 	QUANTROUTE_VLLM_PYTHON=$(CURDIR)/.venvs/vllm/bin/python $(BIN)/python -m quantroute.demo.real $(DEMO_ARGS)
 
 # The fleet experiment and the soak have their own targets (they run for several minutes).

@@ -4,8 +4,10 @@ per server. Needs `bash scripts/setup_vllm.sh && make venv && bash scripts/setup
 
 The policy is the shipped default's rules (precise work on high-fidelity tiers, chatter on int4) over the
 fleet's deployments, with their metadata taken from the artifacts (quantize's records, the registrar's
-checksums). The fleet comes up through `quantroute fleet up --engine vllm`, which registers each node with the
-router (tier read from the artifact). Prints a routed transcript, the URLs and logins; Ctrl-C stops all.
+checksums), and every greedy request shadowed to the other end of the fleet. The fleet comes up through
+`quantroute fleet up --engine vllm`, which registers each node with the router (tier read from the artifact).
+Prints a routed transcript, the paired evals bf16 vs int8 and bf16 vs int4 with the gate's verdicts (about two
+minutes), live agreement by rule with disagreements side by side, the URLs and logins; Ctrl-C stops all.
 
     python -m quantroute.demo.real [--dir .demo-real] [--fleet data/fleet-real-cpu.yaml] [--dashboard-port N]
 """
@@ -26,15 +28,18 @@ from pathlib import Path
 import httpx
 import yaml
 
+from quantroute.demo import gap
 from quantroute.demo.simulated import DASHBOARD_APP, REPO, _spawn, _stop, _wait_http, create_users
 from quantroute.launcher.policy import fleet_policy
 from quantroute.launcher.spec import RealFleet, load_real_fleet
+from quantroute.policy.loader import validate_data
 from quantroute.ports import free_port
 from quantroute.quantize.spec import RECORD_FILE
 from quantroute.registrar import inspect_model_dir
 
-TRANSCRIPT = [  # (prompt, temperature): two precise requests, one chatty one
-    ("What is 8 + 6?", 0.0),
+SUITE = REPO / "data/evals/tiny-skills.jsonl"
+TRANSCRIPT = [  # (prompt, temperature): three precise requests, one chatty one
+    ("What is 7 * 38?", 0.0),
     ("Write JSON with name Grace and age 41.", 0.0),
     ("List the numbers from 3 to 7, separated by commas.", 0.0),
     ("What is the capital of Peru?", 0.9),
@@ -64,6 +69,10 @@ def write_policies(runtime: Path, fleet: RealFleet) -> Path:
     tiers, meta = fleet_metadata(fleet)
     base = yaml.safe_load((REPO / "policies/policy-0001.yaml").read_text())
     data = fleet_policy(base, model=fleet.model, tiers=tiers, deployments=meta, message="real fleet on CPU")
+    shadow = gap.shadow_config([t["name"] for t in data["tiers"]])
+    if shadow:
+        data["shadow"] = shadow
+        validate_data(data, source="demo policy")
     policies = runtime / "policies"
     policies.mkdir(parents=True)
     (policies / "policy-0001.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
@@ -137,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
             "--server.port", str(dport), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
             logs, {"QUANTROUTE_DASHBOARD_DB_URL": db_url, "QUANTROUTE_DASHBOARD_POLICIES_DIR": str(policies),
                    "QUANTROUTE_DASHBOARD_ROUTER_URL": router_url, "QUANTROUTE_DASHBOARD_ADMIN_TOKEN": token,
-                   "QUANTROUTE_DASHBOARD_EVAL_SUITE": str(REPO / "data/evals/tiny-skills.jsonl"),
+                   "QUANTROUTE_DASHBOARD_EVAL_SUITE": str(SUITE),
                    "QUANTROUTE_DASHBOARD_EVAL_RUNS_DIR": str(runtime / "evals")})
         _show_ready(fleet, procs["fleet"], router_url, token, dport, db_url, runtime)
         print(f"logs in {args.dir}/logs/ · Ctrl-C stops everything (every vLLM process group too)")
@@ -177,12 +186,40 @@ def _show_ready(fleet: RealFleet, fleet_proc: subprocess.Popen, router_url: str,
     print("routed transcript (the default policy's rules; each answer from a real vLLM server):")
     for line in transcript(router_url, fleet.model):
         print("  " + line)
+    show_gap(fleet, router_url, db_url, runtime)
     print(f"dashboard  http://127.0.0.1:{dport}")
     logins = create_users(db_url)
     for name, (role, pw) in logins.items():
         print(f"  {name:<8} {role:<9} password {pw}")
     (runtime / "logins.json").write_text(json.dumps({"router": router_url, "admin_token": token, "users": {
         n: {"role": r, "password": p} for n, (r, p) in logins.items()}}, indent=2))
+
+
+def show_gap(fleet: RealFleet, router_url: str, db_url: str, runtime: Path) -> None:
+    """The quantization gap from real answers: paired evals of int8 and int4 against bf16 (stored: the Evals page
+    shows them), then shadowed traffic and its agreement by rule."""
+    from quantroute.db.engine import make_engine
+
+    tiers, _meta = fleet_metadata(fleet)
+    if not tiers.get("fp16"):
+        return
+    base, candidates = tiers["fp16"][0], [d for t in ("int8", "int4") for d in tiers.get(t, [])]
+    engine = make_engine(db_url)
+    try:
+        print(f"paired evals on {SUITE.name} through the router (about two minutes) ...", flush=True)
+        for view in gap.gap_evals(router_url, base, candidates, SUITE, engine, runtime / "evals"):
+            for line in gap.eval_lines(view):
+                print("  " + line)
+        if not tiers.get("int4"):
+            return
+        after = gap.last_pair_id(engine)
+        print("live traffic, every greedy request shadowed: math (bf16, shadowed to int4) and low-priority chat "
+              "(int4, shadowed to bf16) ...", flush=True)
+        sent = gap.send_traffic(router_url, fleet.model, SUITE, per_category=40)
+        for line in gap.agreement_lines(gap.wait_for_pairs(engine, after, sent)):
+            print(line)
+    finally:
+        engine.dispose()
 
 
 if __name__ == "__main__":
