@@ -66,19 +66,31 @@ def eval_lines(view: RunView) -> list[str]:
     return out
 
 
-def send_traffic(router_url: str, model: str, suite_path: Path, per_category: int) -> int:
-    """Greedy requests for the first `per_category` suite items of each TRAFFIC category; returns how many."""
+def send_traffic(router_url: str, model: str, suite_path: Path, category: str, headers: dict[str, str],
+                 limit: int) -> int:
+    """Greedy requests for the first `limit` suite items of `category`, one after the other; returns how many."""
     items = [json.loads(line) for line in suite_path.read_text().splitlines() if line.strip()]
     sent = 0
     with httpx.Client(base_url=router_url, timeout=180) as c:
-        for category, headers in TRAFFIC:
-            for it in [i for i in items if i["category"] == category][:per_category]:
-                r = c.post("/v1/chat/completions", headers={"x-session-id": uuid.uuid4().hex, **headers},
-                           json={"model": model, "max_tokens": 24, "temperature": 0,
-                                 "messages": [{"role": "user", "content": it["prompt"]}]})
-                r.raise_for_status()
-                sent += 1
+        for it in [i for i in items if i["category"] == category][:limit]:
+            r = c.post("/v1/chat/completions", headers={"x-session-id": uuid.uuid4().hex, **headers},
+                       json={"model": model, "max_tokens": 24, "temperature": 0,
+                             "messages": [{"role": "user", "content": it["prompt"]}]})
+            r.raise_for_status()
+            sent += 1
     return sent
+
+
+def shadowed_traffic(router_url: str, model: str, suite_path: Path, engine: Engine, per_category: int = 40,
+                     timeout_s: float = 300) -> list[dict[str, Any]]:
+    """TRAFFIC's categories in turn, each once the previous one's shadows are stored (their shadows busy the
+    cheapest tier, and a busy cheapest tier escalates); the pairs stored meanwhile."""
+    after = last_pair_id(engine)
+    sent = 0
+    for category, headers in TRAFFIC:
+        sent += send_traffic(router_url, model, suite_path, category, headers, per_category)
+        wait_for_pairs(engine, after, sent, timeout_s=timeout_s)
+    return wait_for_pairs(engine, after, sent, timeout_s=0)
 
 
 def wait_for_pairs(engine: Engine, after_id: int, n: int, timeout_s: float = 300,

@@ -212,11 +212,9 @@ def show_gap(fleet: RealFleet, router_url: str, db_url: str, runtime: Path) -> N
                 print("  " + line)
         if not tiers.get("int4"):
             return
-        after = gap.last_pair_id(engine)
         print("live traffic, every greedy request shadowed: math (bf16, shadowed to int4) and low-priority chat "
               "(int4, shadowed to bf16) ...", flush=True)
-        sent = gap.send_traffic(router_url, fleet.model, SUITE, per_category=40)
-        for line in gap.agreement_lines(gap.wait_for_pairs(engine, after, sent)):
+        for line in gap.agreement_lines(gap.shadowed_traffic(router_url, fleet.model, SUITE, engine)):
             print(line)
     finally:
         engine.dispose()

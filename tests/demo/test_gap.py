@@ -104,11 +104,11 @@ def test_gap_evals_and_shadowed_traffic_on_a_routed_fleet(stack, tmp_path):
     assert lines[0].startswith(f"{BF16} vs {INT4} (eval run ") and "gate " in lines[0]
     assert sorted(x.split()[0] for x in lines[1:]) == ["chat", "json", "math", "overall", "structured"]
 
+    assert gap.send_traffic(url, MODEL, suite, "json", {}, limit=2) == 2
+    wait_until(lambda: len(gap.wait_for_pairs(engine, 0, 2, timeout_s=0)) >= 2, what="two shadow pairs", timeout=30)
     after = gap.last_pair_id(engine)
-    sent = gap.send_traffic(url, MODEL, suite, per_category=3)
-    assert sent == 6
-    rows = wait_until(lambda: (r := gap.wait_for_pairs(engine, after, sent, timeout_s=0)) and len(r) >= sent and r,
-                      what="a shadow pair per request", timeout=30)
+    rows = gap.shadowed_traffic(url, MODEL, suite, engine, per_category=3, timeout_s=30)
+    assert len(rows) == 6 and all(r["id"] > after for r in rows)
     by = {(r["rules"][0] if r["rules"] else "-", r["served_tier"], r["shadow_tier"]) for r in rows}
     assert ("greedy-structured", "fp16", "int4") in by and ("low-priority", "int4", "fp16") in by, by
     text = "\n".join(gap.agreement_lines(rows))

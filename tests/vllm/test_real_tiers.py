@@ -1,7 +1,8 @@
 """Real quantized tiers end to end, on real vLLM (CPU build) and real llm-compressor artifacts:
-quantize (a second int4 artifact, group size 64) -> register (tiers read from the artifacts) -> paired eval
-int4 vs bf16 with the gate's verdict from real answers -> the policy sends precise work to bf16 and chatter
-to int4 -> a canary of the second int4 artifact steps and rolls back.
+quantize (a second int4 artifact, group size 64) -> register (tiers read from the artifacts) -> paired evals
+from real answers: the gate fails int4 (it hedges on math) and passes int8 -> the policy sends precise work to
+bf16 and chatter to int4 -> live shadow agreement with int4 is lower for math than for low-priority chat ->
+a canary of the second int4 artifact steps and rolls back.
 
 Needs `bash scripts/setup_vllm.sh && make venv && bash scripts/setup_real_tiers.sh` (CI's .ci/run does it):
 the trained tiny-skills model and its int8/int4 artifacts in .cache/, QUANTROUTE_VLLM_PYTHON and
@@ -17,6 +18,7 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -51,9 +53,10 @@ BF16, INT8, INT4 = "tiny-skills-bf16", "tiny-skills-rtn-w8a8", "tiny-skills-rtn-
 CANARY = "tiny-skills-gptq-w4a8-g64"
 CALIBRATION = REPO / "data/calibration/tiny-skills-train.jsonl"
 TIER_OF = {BF16: "bf16", INT8: "int8", INT4: "int4", CANARY: "canary"}
-# The trained model answers all 60 items of its four skills at bf16 (train-report.json); the 9 coverage items
-# (code, multilingual, long context: asked, never trained) fail on every tier: 60/69 = 0.87 at best.
-BF16_MIN_ACCURACY = 0.8
+# The trained model answers nearly all 480 items of its four skills at bf16 (train-report.json); the 9 coverage
+# items (code, multilingual, long context: asked, never trained) fail on every tier: 480/489 = 0.98 at best.
+SUITE_ITEMS = 489
+BF16_MIN_ACCURACY = 0.9
 
 
 def cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -230,7 +233,7 @@ def eval_run(stack, candidate: str, *extra: str) -> tuple[int, str]:
     return done.returncode, done.stdout
 
 
-def test_paired_eval_int4_vs_bf16_gives_a_real_verdict(stack):
+def test_paired_eval_int4_vs_bf16_fails_the_gate_on_math(stack):
     need(BF16, INT4)
     from quantroute.evals.runs import list_runs, load_run
 
@@ -238,18 +241,26 @@ def test_paired_eval_int4_vs_bf16_gives_a_real_verdict(stack):
     run = list_runs(stack["engine"], limit=1)[0]
     view = load_run(stack["engine"], run.id)
     assert (run.baseline_deployment, run.candidate_deployment, run.candidate_tier) == (BF16, INT4, "int4")
-    assert rc == (0 if view.verdict.passed else 1) and run.gate_passed is view.verdict.passed
-    assert view.report.overall.n == 69 and view.report.overall.base_rate >= BF16_MIN_ACCURACY, out
+    overall = view.report.overall
+    assert overall.n == SUITE_ITEMS and overall.base_rate >= BF16_MIN_ACCURACY, out
+    # real answers: int4 turns some math and list items into their near miss; the gate (2 points) says no
+    assert rc == 1 and run.gate_passed is False and not view.verdict.passed, out
+    cats = {c.name: c for c in view.report.categories}
+    worst = min(cats.values(), key=lambda c: c.delta)
+    assert worst.name in ("math", "structured") and worst.delta < -0.02 and worst.p_value < 0.05, out
+    assert overall.delta < 0 and cats["chat"].delta >= -0.01 and cats["json"].delta >= -0.01, out
     assert "gate: " in out
 
 
-def test_paired_eval_int8_vs_bf16(stack):
+def test_paired_eval_int8_vs_bf16_passes_the_gate(stack):
     need(BF16, INT8)
     from quantroute.evals.runs import list_runs, load_run
 
     rc, out = eval_run(stack, INT8)
     view = load_run(stack["engine"], list_runs(stack["engine"], limit=1)[0].id)
-    assert view.run["candidate"]["deployment"] == INT8 and rc == (0 if view.verdict.passed else 1)
+    assert view.run["candidate"]["deployment"] == INT8
+    assert rc == 0 and view.verdict.passed, out
+    assert view.report.overall.delta >= -0.01, out
 
 
 @pytest.fixture
@@ -258,10 +269,10 @@ def client(stack):
         yield c
 
 
-def ask(client, prompt: str, **kw):
+def ask(client, prompt: str, headers: dict[str, str] | None = None, **kw):
     raw = client.chat.completions.with_raw_response.create(
         model=MODEL, max_tokens=24, messages=[{"role": "user", "content": prompt}],
-        extra_headers={"x-session-id": uuid.uuid4().hex}, **kw)
+        extra_headers={"x-session-id": uuid.uuid4().hex, **(headers or {})}, **kw)
     resp = raw.parse()
     h = raw.headers
     print(f"{prompt!r:58} -> {h['x-quantroute-tier']:>4} {h['x-quantroute-deployment']:<24} "
@@ -271,58 +282,74 @@ def ask(client, prompt: str, **kw):
 
 def test_policy_sends_precise_work_to_bf16_and_chatter_to_int4(stack, client):
     need(BF16, INT4)
-    for prompt, answer in (("What is 5 + 7?", "12"), ("Write JSON with name Grace and age 41.", None)):
+    for prompt in ("What is 7 * 38?", "Write JSON with name Grace and age 41."):
         resp, h = ask(client, prompt, temperature=0)
         assert (h["x-quantroute-tier"], h["x-quantroute-deployment"]) == ("fp16", BF16)
         assert resp.model == BF16 and "greedy-structured" in h["x-quantroute-rules"]
-        if answer:
-            assert resp.choices[0].message.content.strip() == answer
-        else:
-            assert json.loads(resp.choices[0].message.content) == {"name": "Grace", "age": 41}
+        reply = resp.choices[0].message.content.strip()
+        if "JSON" in prompt:
+            assert json.loads(reply) == {"name": "Grace", "age": 41}
+        else:  # the product, or the slip one row over it was taught at 2:3 odds (tiny_tasks.SOFT)
+            assert reply in ("266", "273"), reply
     # Chatter: sampled, short, no code/math/structure words: the cheapest tier.
     resp, h = ask(client, "What is the capital of Peru?", temperature=0.9)
     assert h["x-quantroute-tier"] == "int4" and "sampled-chatter" in h["x-quantroute-rules"]
     assert resp.model in (INT4, CANARY) and resp.model == h["x-quantroute-deployment"]
 
 
-def test_greedy_shadow_pairs_give_a_real_agreement_rate(stack, client):
+def test_greedy_shadow_pairs_separate_sensitive_from_tolerant_traffic(stack, client):
+    """Math at temperature 0 (greedy-structured: served by bf16, shadowed to int4) agrees with int4 less often than
+    low-priority chat (served by int4, shadowed to bf16), with 95 % intervals that do not overlap."""
     need(BF16, INT4)
     from sqlalchemy import select
 
     from quantroute.db.engine import table_of
     from quantroute.db.shadow_pair import ShadowPair
+    from quantroute.shadow.analysis import by_rule, compared
 
     items = [json.loads(line) for line in SUITE.read_text().splitlines() if line.strip()]
-    items = [it for it in items if it["category"] in ("math", "json")]
+    math_items = [it for it in items if it["category"] == "math"]
+    chat_items = [it for it in items if it["category"] == "chat"]
     with stack["engine"].connect() as c:
         before = len(c.execute(select(table_of(ShadowPair))).all())
-    served = {}
-    for it in items:
-        _resp, h = ask(client, it["prompt"], temperature=0)
-        served[h["x-quantroute-tier"]] = served.get(h["x-quantroute-tier"], 0) + 1
-    assert served.get("fp16", 0) >= len(items) // 2, served  # precise work: mostly bf16, shadowed to int4
-
-    def pairs() -> list:
+    def pairs(total: int) -> list:
         with stack["engine"].connect() as c:
             rows = c.execute(select(table_of(ShadowPair))).mappings().all()
-        return list(rows[before:]) if len(rows) - before >= len(items) else []
+        return [dict(r) for r in rows[before:]] if len(rows) - before >= total else []
 
-    def waited_for() -> str:
-        return f"{len(items)} shadow pairs; router's shadow series: " + "; ".join(
+    def waited_for(total: int) -> Callable[[], str]:
+        return lambda: f"{total} shadow pairs; router's shadow series: " + "; ".join(
             series(stack["url"], "quantroute_shadow_", nonzero=True))
 
-    rows = wait_until(pairs, what=waited_for, timeout=300, interval=0.5)
-    to_int4 = [r for r in rows if r["served_deployment"] == BF16]
-    assert to_int4 and all(r["shadow_deployment"] == INT4 and r["shadow_tier"] == "int4" for r in to_int4)
+    def send(items: list[dict], done_before: int, tier: str, rule: str, **headers: str) -> None:
+        """Asked in chunks, each waiting for its shadows: a sequential client outruns shadows on busy CPU nodes,
+        and the router skips a shadow past max_concurrent (a sampled pair, never the client's answer)."""
+        for i in range(0, len(items), 16):
+            for it in items[i: i + 16]:
+                _resp, h = ask(client, it["prompt"], headers=headers, temperature=0)
+                assert h["x-quantroute-tier"] == tier and rule in h["x-quantroute-rules"]
+            n = done_before + min(i + 16, len(items))
+            wait_until(lambda n=n: pairs(n), what=waited_for(n), timeout=600, interval=0.5)
+
+    send(math_items, 0, "fp16", "greedy-structured")
+    # after the math shadows, which busy the int4 node (a busy cheapest tier escalates)
+    send(chat_items, len(math_items), "int4", "low-priority", **{"x-priority": "2"})
+    total = len(math_items) + len(chat_items)
+    # (an earlier test's shadow may land late among these: every chat pair is waited for, not a row count)
+    rows = wait_until(lambda: (r := pairs(total)) and sum("low-priority" in p["rules"] for p in r) >= len(chat_items)
+                      and r, what=waited_for(total), timeout=600, interval=0.5)
     assert all(r["compared"] and r["shadow_status"] == 200 for r in rows), [r["shadow_error"] for r in rows]
-    agree = sum(bool(r["agree"]) for r in to_int4)
-    print(f"live agreement bf16 -> int4 (W4A8), greedy math and JSON: {agree}/{len(to_int4)} pairs agree, "
-          f"{sum(bool(r['exact']) for r in to_int4)} exactly")
+    rates = {(r.key["rule"], r.key["served_tier"], r.key["shadow_tier"]): r for r in by_rule(compared(rows))}
+    sensitive, tolerant = rates[("greedy-structured", "fp16", "int4")], rates[("low-priority", "int4", "fp16")]
+    for name, r in (("math, bf16 -> int4", sensitive), ("low-priority chat, int4 -> bf16", tolerant)):
+        print(f"live agreement {name}: {r.agree}/{r.pairs} = {r.rate:.1%} [{r.ci_low:.1%}, {r.ci_high:.1%}]")
+    assert sensitive.pairs >= len(math_items) and tolerant.pairs == len(chat_items)
+    assert sensitive.ci_high < tolerant.ci_low
     report = cli("shadow", "report", "--db", stack["db_url"], "--policies", str(stack["tmp"] / "policies"),
                  "--min-pairs", "5")
     print(report.stdout)
     assert report.returncode == 0, report.stderr[-2000:]
-    assert f"{BF16}" in report.stdout and INT4 in report.stdout
+    assert "greedy-structured" in report.stdout and "low-priority" in report.stdout
 
 
 def chat_sessions(url: str, n: int) -> list[httpx.Response]:
