@@ -93,7 +93,7 @@ def test_router_registers_and_routes_to_the_fp8_tier(stack):
     assert stack["reg"].tier.value == "fp8"
     assert [(n["deployment"], n["tier"], n["format"]) for n in stack["nodes"]] == [(FP8, "fp8", "fp8")]
     with openai.OpenAI(base_url=f"{stack['url']}/v1", api_key="unused", max_retries=0, timeout=180) as client:
-        for prompt, check in (("What is 5 + 7?", lambda s: s.strip() == "12"),
+        for prompt, check in (("What is the capital of Peru?", lambda s: s.strip() == "Lima."),
                               ("Write JSON with name Grace and age 41.",
                                lambda s: json.loads(s) == {"name": "Grace", "age": 41})):
             raw = client.chat.completions.with_raw_response.create(
@@ -104,5 +104,6 @@ def test_router_registers_and_routes_to_the_fp8_tier(stack):
             print(f"{prompt!r} -> {raw.headers['x-quantroute-tier']} {resp.model} {text!r}")
             assert (raw.headers["x-quantroute-tier"], raw.headers["x-quantroute-deployment"], resp.model) == (
                 "fp8", FP8, FP8)
-            # Greedy answers of the trained skills survive fp8 weights and activations.
+            # Confidently taught answers survive fp8 weights and activations (math and lists, taught at 3:2 odds
+            # to show the int4 gap, are not asked here: fp8's rounding is not what this test is about).
             assert check(text), text
