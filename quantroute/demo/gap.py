@@ -6,7 +6,6 @@ side. Talks to the router over HTTP and reads the database; the caller prints.""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
 from collections.abc import Callable
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from quantroute.db.engine import table_of
@@ -22,7 +21,7 @@ from quantroute.db.shadow_pair import ShadowPair
 from quantroute.evals.gate import GateConfig
 from quantroute.evals.runner import RunSettings
 from quantroute.evals.runs import RunView, execute_run
-from quantroute.evals.suite import load_suite
+from quantroute.evals.suite import EvalItem, load_suite
 from quantroute.shadow.analysis import Rate, by_rule, compared
 
 # Greedy traffic the default rules tell apart: math (greedy-structured: bf16, shadowed to int4) and low-priority
@@ -66,29 +65,27 @@ def eval_lines(view: RunView) -> list[str]:
     return out
 
 
-def send_traffic(router_url: str, model: str, suite_path: Path, category: str, headers: dict[str, str],
-                 limit: int) -> int:
-    """Greedy requests for the first `limit` suite items of `category`, one after the other; returns how many."""
-    items = [json.loads(line) for line in suite_path.read_text().splitlines() if line.strip()]
-    sent = 0
+def send_traffic(router_url: str, model: str, items: list[EvalItem], headers: dict[str, str]) -> int:
+    """One greedy request per item, one after the other; returns how many."""
     with httpx.Client(base_url=router_url, timeout=180) as c:
-        for it in [i for i in items if i["category"] == category][:limit]:
+        for it in items:
             r = c.post("/v1/chat/completions", headers={"x-session-id": uuid.uuid4().hex, **headers},
                        json={"model": model, "max_tokens": 24, "temperature": 0,
-                             "messages": [{"role": "user", "content": it["prompt"]}]})
+                             "messages": it.chat_messages()})
             r.raise_for_status()
-            sent += 1
-    return sent
+    return len(items)
 
 
 def shadowed_traffic(router_url: str, model: str, suite_path: Path, engine: Engine, per_category: int = 40,
                      timeout_s: float = 300) -> list[dict[str, Any]]:
-    """TRAFFIC's categories in turn, each once the previous one's shadows are stored (their shadows busy the
-    cheapest tier, and a busy cheapest tier escalates); the pairs stored meanwhile."""
+    """The first `per_category` items of TRAFFIC's categories in turn, each category once the previous one's
+    shadows are stored (their shadows busy the cheapest tier, and a busy cheapest tier escalates); the pairs
+    stored meanwhile."""
+    items = load_suite(suite_path).items
     after = last_pair_id(engine)
     sent = 0
     for category, headers in TRAFFIC:
-        sent += send_traffic(router_url, model, suite_path, category, headers, per_category)
+        sent += send_traffic(router_url, model, [i for i in items if i.category == category][:per_category], headers)
         wait_for_pairs(engine, after, sent, timeout_s=timeout_s)
     return wait_for_pairs(engine, after, sent, timeout_s=0)
 
@@ -109,7 +106,7 @@ def wait_for_pairs(engine: Engine, after_id: int, n: int, timeout_s: float = 300
 def last_pair_id(engine: Engine) -> int:
     t = table_of(ShadowPair)
     with engine.connect() as c:
-        return max((r[0] for r in c.execute(select(t.c.id))), default=0)
+        return c.execute(select(func.max(t.c.id))).scalar() or 0
 
 
 def agreement_lines(rows: list[dict[str, Any]], examples: int = 5) -> list[str]:

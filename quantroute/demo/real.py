@@ -180,13 +180,17 @@ def _prepare_runtime(runtime: Path, fleet: RealFleet) -> tuple[Path, str]:
 def _show_ready(fleet: RealFleet, fleet_proc: subprocess.Popen, router_url: str, token: str, dport: int,
                 db_url: str, runtime: Path) -> None:
     """Once every vLLM server registered: the nodes, a routed transcript, the dashboard and its logins."""
-    for node in wait_registered(router_url, token, len(fleet.nodes), fleet_proc):
+    nodes = wait_registered(router_url, token, len(fleet.nodes), fleet_proc)
+    for node in nodes:
         print(f"  node {node['url']}  {node['deployment']:<24} tier {node['tier']:<5} {node['format']:<5} "
               f"{node['checksum'][:19]}...")
     print("routed transcript (the default policy's rules; each answer from a real vLLM server):")
     for line in transcript(router_url, fleet.model):
         print("  " + line)
-    show_gap(fleet, router_url, db_url, runtime)
+    tiers: dict[str, list[str]] = {}
+    for node in nodes:  # the tiers the router read from the artifacts at registration
+        tiers.setdefault(node["tier"], []).append(node["deployment"])
+    show_gap(fleet.model, tiers, router_url, db_url, runtime)
     print(f"dashboard  http://127.0.0.1:{dport}")
     logins = create_users(db_url)
     for name, (role, pw) in logins.items():
@@ -195,12 +199,11 @@ def _show_ready(fleet: RealFleet, fleet_proc: subprocess.Popen, router_url: str,
         n: {"role": r, "password": p} for n, (r, p) in logins.items()}}, indent=2))
 
 
-def show_gap(fleet: RealFleet, router_url: str, db_url: str, runtime: Path) -> None:
+def show_gap(model: str, tiers: dict[str, list[str]], router_url: str, db_url: str, runtime: Path) -> None:
     """The quantization gap from real answers: paired evals of int8 and int4 against bf16 (stored: the Evals page
-    shows them), then shadowed traffic and its agreement by rule."""
+    shows them), then shadowed traffic and its agreement by rule. `tiers`: tier -> deployment ids."""
     from quantroute.db.engine import make_engine
 
-    tiers, _meta = fleet_metadata(fleet)
     if not tiers.get("fp16"):
         return
     base, candidates = tiers["fp16"][0], [d for t in ("int8", "int4") for d in tiers.get(t, [])]
@@ -214,7 +217,7 @@ def show_gap(fleet: RealFleet, router_url: str, db_url: str, runtime: Path) -> N
             return
         print("live traffic, every greedy request shadowed: math (bf16, shadowed to int4) and low-priority chat "
               "(int4, shadowed to bf16) ...", flush=True)
-        for line in gap.agreement_lines(gap.shadowed_traffic(router_url, fleet.model, SUITE, engine)):
+        for line in gap.agreement_lines(gap.shadowed_traffic(router_url, model, SUITE, engine)):
             print(line)
     finally:
         engine.dispose()

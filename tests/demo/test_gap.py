@@ -12,6 +12,7 @@ import yaml
 from quantroute.db.engine import init_db, make_engine
 from quantroute.demo import gap
 from quantroute.evals.runs import list_runs
+from quantroute.evals.suite import load_suite
 from quantroute.fleet import parse_fleet
 from quantroute.launcher.policy import fleet_policy
 from quantroute.policy.loader import validate_data
@@ -104,7 +105,8 @@ def test_gap_evals_and_shadowed_traffic_on_a_routed_fleet(stack, tmp_path):
     assert lines[0].startswith(f"{BF16} vs {INT4} (eval run ") and "gate " in lines[0]
     assert sorted(x.split()[0] for x in lines[1:]) == ["chat", "json", "math", "overall", "structured"]
 
-    assert gap.send_traffic(url, MODEL, suite, "json", {}, limit=2) == 2
+    json_items = [i for i in load_suite(suite).items if i.category == "json"][:2]
+    assert gap.send_traffic(url, MODEL, json_items, {}) == 2
     wait_until(lambda: len(gap.wait_for_pairs(engine, 0, 2, timeout_s=0)) >= 2, what="two shadow pairs", timeout=30)
     after = gap.last_pair_id(engine)
     rows = gap.shadowed_traffic(url, MODEL, suite, engine, per_category=3, timeout_s=30)

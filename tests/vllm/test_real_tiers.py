@@ -1,8 +1,8 @@
 """Real quantized tiers end to end, on real vLLM (CPU build) and real llm-compressor artifacts:
 quantize (a second int4 artifact, group size 64) -> register (tiers read from the artifacts) -> paired evals
-from real answers: the gate fails int4 (it hedges on math) and passes int8 -> the policy sends precise work to
-bf16 and chatter to int4 -> live shadow agreement with int4 is lower for math than for low-priority chat ->
-a canary of the second int4 artifact steps and rolls back.
+from real answers: the gate fails int4 (near misses on math and lists) and passes int8 -> the policy sends
+precise work to bf16 and chatter to int4 -> live shadow agreement with int4 is lower for math than for
+low-priority chat -> a canary of the second int4 artifact steps and rolls back.
 
 Needs `bash scripts/setup_vllm.sh && make venv && bash scripts/setup_real_tiers.sh` (CI's .ci/run does it):
 the trained tiny-skills model and its int8/int4 artifacts in .cache/, QUANTROUTE_VLLM_PYTHON and
@@ -29,6 +29,7 @@ import yaml
 from quantroute.admin_client import RouterAdmin
 from quantroute.auth import issue_token
 from quantroute.db.engine import init_db, make_engine
+from quantroute.demo.gap import shadow_config
 from quantroute.launcher.policy import fleet_policy
 from quantroute.launcher.register import register_artifact
 from quantroute.launcher.spec import RealFleet, RealNode, load_real_fleet
@@ -149,13 +150,9 @@ def policy(canary) -> dict:
     # Every greedy routed request is also answered by the other tier (bf16 -> int4, int8/int4 -> bf16) once the
     # client has its answer: a real agreement rate between the real tiers. Evals name deployments (direct: never
     # shadowed) and the canary's traffic is sampled (t=0.9: not eligible), so only the routed tests shadow.
-    present = [t["name"] for t in data["tiers"]]
-    pairs = [{"served": [t], "shadow": "fp16" if t != "fp16" else "int4"} for t in present
-             if "fp16" in present and "int4" in present]
-    if pairs:
-        # max_concurrent: above what one sequential client can leave in flight, so no sample is skipped as busy
-        data["shadow"] = {"rate": 1.0, "max_concurrent": 64, "max_target_load": 1000, "timeout_s": 120,
-                          "pairs": pairs}
+    shadow = shadow_config([t["name"] for t in data["tiers"]])  # the demo's: every greedy request, both ways
+    if shadow:
+        data["shadow"] = shadow
     validate_data(data, source="real-tier policy")  # a bad policy fails here, not as a router that cannot start
     return data
 
