@@ -49,6 +49,7 @@ import uuid
 from pathlib import Path
 
 from quantroute.ports import free_port
+from quantroute.router.settings import RouterSettings
 from support.bench_db import Database
 from support.claim_floor import claim_floor
 from support.cpus import cpu_seconds, rss_mb
@@ -316,6 +317,9 @@ def main() -> None:
                          "of this mode at c=32, at the default touch interval and real chat gaps, reported per slice")
     ap.add_argument("--steady-seconds", type=int, default=600, help="length of a --steady run [600]")
     ap.add_argument("--slice-seconds", type=int, default=10, help="a --steady run's slices [10]")
+    ap.add_argument("--steady-fill", type=int, default=None,
+                    help="first turns a --steady run sends before its slices, so that it starts with the pin cache "
+                         "as a router that has run for a while has it [the router's pin_cache_max]; 0: none")
     ap.add_argument("--peers", action="store_true", help="also run LiteLLM and vllm-router (installs into .peers/)")
     ap.add_argument("--profile", type=Path, default=None, help="py-spy raw profiles of each c=32 run into this dir")
     ap.add_argument("--pin-async-commit", action="store_true",
@@ -327,6 +331,8 @@ def main() -> None:
         ap.error(f"--think-ms must be 0 or more milliseconds, got {args.think_ms:g}")
     if args.touch_interval <= 0:
         ap.error(f"--touch-interval must be more than 0 seconds, got {args.touch_interval:g}")
+    if args.steady_fill is not None and args.steady_fill < 0:
+        ap.error(f"--steady-fill must be 0 or more first turns, got {args.steady_fill}")
     if args.steady_seconds < args.slice_seconds or args.slice_seconds < 1:
         ap.error(f"--slice-seconds must be at least 1 and at most --steady-seconds ({args.steady_seconds}), "
                  f"got {args.slice_seconds}")
@@ -416,9 +422,18 @@ def steady_run(args, bench: Bench, bports: list[int], db: Database, workers: int
     try:
         run_wrk(url, bench.script("none"), 8, 2)  # warm-up
         rate = run_wrk(url, bench.script("none"), 32, 5)["rps"]
+        rss_fresh = rss_mb(proc.pid)
+        fill = RouterSettings().pin_cache_max if args.steady_fill is None else args.steady_fill
+        filled, fill_s = fill_pins(url, bench, rport, fill)
+        rss_filled = rss_mb(proc.pid)
         trace = bench.prepare(args.steady, rport, rate, scale=1.0)
         print(f"\n== steady {args.steady}: {label}, {args.steady_seconds} s at c=32 in {args.slice_seconds}-s slices; "
               f"no sessions ran at {rate:.0f} req/s just before; touch interval {bench.touch_interval:g} s", flush=True)
+        if fill:
+            print(f"filled: {filled:.0f} first turns in {fill_s:.0f} s before the slices (pin cache bound {fill}); "
+                  f"router RSS {rss_fresh:.1f} MB before, {rss_filled:.1f} MB after", flush=True)
+        if trace is not None:
+            print(f"chat sessions in flight seeded: router RSS {rss_mb(proc.pid):.1f} MB", flush=True)
         print(f"{'t s':>6}{'req/s':>9}{'p50 ms':>8}{'p99 ms':>8}{'errors':>7}{'t/o':>5}{'RSS MB':>8}{'WAL MB':>8}"
               f"{'refreshed':>10}", flush=True)
         slices: list[dict] = []
@@ -438,6 +453,18 @@ def steady_run(args, bench: Bench, bports: list[int], db: Database, workers: int
         steady_summary(slices, db.counts())
     finally:
         stop(proc)
+
+
+def fill_pins(url: str, bench: Bench, rport: int, n: int) -> tuple[float, float]:
+    """Send first turns (mode `new`) until the router has stored `n` pins more than before: a router that has
+    served for a while holds its pin cache at the bound, and a steady run measures that state, not the filling.
+    Returns (pins stored, seconds taken)."""
+    started, before = time.monotonic(), router_counters(rport)["claimed"]
+    stored = 0.0
+    while stored < n:
+        run_wrk(url, bench.script("new"), 32, 5)
+        stored = router_counters(rport)["claimed"] - before
+    return stored, time.monotonic() - started
 
 
 if __name__ == "__main__":
