@@ -7,9 +7,10 @@ claim resolves with the pin in force: ours, or the one another replica stored fi
 follows before any byte of its response leaves (`Decider.settle`). A pin that cannot be stored fails its
 request: stickiness is never traded for availability. Without a database pins live in this process only.
 
-A returning turn is a hit. At most every `touch_interval_s` per pin it queues a touch with the committer (the
-stored expiry follows the session's use; a node move is written with it), which goes out in a batch with other
-sessions' touches; its answer does not wait for it. The touch's stored row comes back: the cache takes another
+A returning turn is a hit. At most every `touch_interval_s` per pin it moves the pin to the back of the cache
+(the bound evicts the sessions idle longest) and queues a touch with the committer (the stored expiry follows
+the session's use; a node move is written with it), which goes out in a batch with other sessions' touches; its
+answer does not wait for it. The touch's stored row comes back: the cache takes another
 replica's node move from it, and another replica's pin where the stored one had expired and was replaced.
 """
 
@@ -52,7 +53,8 @@ class Pin:
     policy_version: int | None
     created_at: datetime
     expires: float  # monotonic deadline
-    touched: float  # monotonic time of the last DB refresh
+    # monotonic time of the last refresh: of the stored expiry (with a DB) and of the pin's place in the cache
+    touched: float
     served_deployment: str | None = None  # preferred within the tier (see SessionPin)
     node: str | None = None  # the node that served the last turn (SessionPin.last_node; node affinity)
     # Set while the claim that created this pin is being committed: resolves with the pin in force or fails
@@ -106,8 +108,15 @@ class PinStore:
         if pin.expires > now:
             pin.expires = now + ttl_s
             pin.ttl_s = ttl_s
-            if self.committer is not None and pin.stored is None and now - pin.touched > self.touch_interval_s:
-                self._touch(pin, ttl_s, now)
+            if now - pin.touched > self.touch_interval_s:
+                # To the back: the bound evicts the sessions idle longest, not the ones that started first (a
+                # chat that outlives the cache's turnover would miss and claim again on every later turn)
+                del self.cache[key]
+                self.cache[key] = pin
+                if self.committer is None:
+                    pin.touched = now
+                elif pin.stored is None:
+                    self._touch(pin, ttl_s, now)
             return pin
         del self.cache[key]
         return None
@@ -242,7 +251,8 @@ class PinStore:
             log.warning("session pin update failed: %s", e)
 
     def _evict(self) -> None:
-        """Drop the oldest hundredth of the bound at once. One at a time, each eviction cost a scan from the
+        """Drop the hundredth of the bound at the front at once: the pins idle longest, to within the touch interval
+        (see `get`). One at a time, each eviction cost a scan from the
         dict's start over the slots earlier evictions left empty (CPython compacts a dict only when it grows):
         ~0.7 ms a first turn at 200,000 cached pins, against ~1 us amortized this way."""
         for key in list(itertools.islice(self.cache, len(self.cache) - self.max_cached + self.max_cached // 100)):

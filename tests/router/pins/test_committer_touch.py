@@ -240,3 +240,33 @@ def test_the_cache_bound_evicts_the_oldest_pins_in_bulk_and_expired_pins_are_for
         assert "c-998" not in store.cache and "c-997" not in store.cache and "c-999" in store.cache
 
     asyncio.run(go())
+
+
+def test_the_cache_bound_evicts_the_sessions_idle_longest_not_those_that_started_first(engine):
+    """A chat that outlives the cache's turnover keeps its pin cached: a returning turn due for its refresh moves
+    the pin to the back, with a database and without one."""
+    db_url = url_of(engine)
+
+    def come_back_and_push(store: PinStore) -> None:
+        for key in ("c-0", "c-1"):  # returning turns after the touch interval
+            store.cache[key].touched -= 60
+            assert store.get(key, TTL) is not None
+        store.cache["c-2"].touched -= 60  # due, but its session has not come back
+        for i in range(100, 150):  # new sessions push the bound
+            claim(store, f"n-{i}")
+        assert "c-0" in store.cache and "c-1" in store.cache
+        assert "c-2" not in store.cache and "c-3" not in store.cache
+        assert list(store.cache)[-52:-50] == ["c-0", "c-1"]  # behind every pin not used since
+
+    async def go() -> None:
+        store = PinStore(None, touch_interval_s=30, max_cached=100)
+        for i in range(100):
+            claim(store, f"c-{i}")
+        come_back_and_push(store)
+        async with replica(db_url, touch_interval_s=30) as (store, committer, _):
+            store.max_cached = 100
+            await asyncio.wait([claim(store, f"c-{i}").stored for i in range(100)])
+            come_back_and_push(store)
+            await written(committer, 2)  # the two returning turns' touches went out as well
+
+    asyncio.run(go())
