@@ -100,8 +100,9 @@ class RouterSettings(BaseSettings):
 
     pin_touch_interval_s: float = Field(default=30.0, gt=0,
                                         description="A session pin's last_used is written at most this often")
-    pin_cache_max: int = Field(default=200_000, ge=1, description="Session pins cached in memory; the oldest go "
-                               "first past it (a DB-backed pin is read back on its next turn)")
+    pin_cache_max: int = Field(default=200_000, ge=1, description="Session pins cached in memory; past it the "
+                               "pins idle longest go first (a DB-backed pin is read back on its next turn): size it "
+                               "for the sessions active at once")
     pin_commit_timeout_s: float = Field(
         default=5.0, gt=0, description="How long a new session's pin may take to be stored (retried meanwhile) "
         "before its request fails with 503: no answer leaves before its pin is durable")
