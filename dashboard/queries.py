@@ -178,7 +178,7 @@ def pinned_sessions(engine: Engine, *, limit: int = 2000, now: datetime | None =
     key and creation time; index on request_log.pin_created_at) and how many of them took their tier from the
     pin: those that arrived after it was written (the first request, whose score chose the tier, arrived
     before; the router marks the others `x-quantroute-pinned: true`). The most recently used first, by expiry
-    (see `list_pins`): the expiry index reads the newest `limit` pins without sorting every live one."""
+    (see `list_pins`: the expiry is not indexed, so this keeps the newest `limit` of every live pin read)."""
     now = now or utcnow()
     return _frame(engine, """
         SELECT p.session_key, p.model, p.tier, p.arm, p.deployment, p.policy_version,

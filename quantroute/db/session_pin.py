@@ -23,9 +23,10 @@ class SessionPin(SQLModel, table=True):
     """Written by the router on a session's first request; read by every replica and the dashboard."""
 
     __tablename__ = "session_pin"
-    # Indexes: the key, the expiry (purging and listing live pins), and the model of candidate-arm pins only.
-    # Every index is written on each first turn, and on SQLite that write is the router's own CPU: no index
-    # that no query needs.
+    # Indexes: the key and the model of candidate-arm pins only. Every index is written on each first turn, and on
+    # SQLite that write is the router's own CPU: no index that no query needs. Nothing a returning turn's refresh
+    # writes (last use, expiry) is indexed, so a refresh rewrites one row and no index entry (on PostgreSQL a
+    # heap-only update); the purge sweeps expired pins by key range instead (`PinClaims.purge`).
     __table_args__ = (Index("ix_session_pin_candidate_model", "model", sqlite_where=_ON_CANDIDATE,
                             postgresql_where=_ON_CANDIDATE),)
     session_key: str = Field(primary_key=True)
@@ -42,7 +43,7 @@ class SessionPin(SQLModel, table=True):
     policy_version: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
     last_used: datetime = Field(default_factory=utcnow)
-    expires_at: datetime = Field(index=True)  # last_used + the policy's sessions.ttl_s
+    expires_at: datetime  # last_used + the policy's sessions.ttl_s
 
 
 # Columns a claim takes from the new row only where the stored pin has expired (the session starts over); a live
@@ -134,9 +135,17 @@ class PinClaims:
         self.sqlite_json_sql = {t: self._upsert(f"SELECT {sel} FROM json_each({self.mark}) WHERE true", touch=t)
                                 for t in (False, True)} if self.sqlite else {}
         self.created_result = self.result[_CREATED]
-        # The purge of expired pins: (before, batch, before) in the driver's marks; asyncpg's numbers them
-        self.purge_sql = self._purge(self.mark, self.mark, self.mark)
-        self.numbered_purge_sql = self._purge("$1", "$2", "$1") if pg else ""
+        # The purge's sweep (`purge`): the end of the next range of keys, then the expired pins in that range (or
+        # in the rest of the table, past the last range). asyncpg's texts number their parameters.
+        m = self.mark
+        self.purge_bound_sql = f"SELECT session_key FROM {t} WHERE session_key > {m} ORDER BY session_key " \
+                               f"LIMIT 1 OFFSET {m}"
+        self.purge_range_sql = f"DELETE FROM {t} WHERE session_key > {m} AND session_key <= {m} AND expires_at < {m}"
+        self.purge_rest_sql = f"DELETE FROM {t} WHERE session_key > {m} AND expires_at < {m}"
+        self.numbered_purge = (f"SELECT session_key FROM {t} WHERE session_key > $1 ORDER BY session_key LIMIT 1 "
+                               "OFFSET $2",
+                               f"DELETE FROM {t} WHERE session_key > $1 AND session_key <= $2 AND expires_at < $3",
+                               f"DELETE FROM {t} WHERE session_key > $1 AND expires_at < $2") if pg else ("", "", "")
 
     def _json_upsert(self, rows: str, now: str, *, touch: bool = False) -> str:
         """The claim of the rows in the JSON parameter `rows`."""
@@ -155,13 +164,6 @@ class PinClaims:
         return (f"INSERT INTO {t} ({cols}) {rows} ON CONFLICT (session_key) DO UPDATE SET {', '.join(fresh)}, "
                 f"last_used = excluded.last_used, expires_at = excluded.expires_at RETURNING {cols}")
 
-    @staticmethod
-    def _purge(before: str, batch: str, before_again: str) -> str:
-        """At most `batch` pins that expired before `before` (see `purge_expired_pins`), one statement."""
-        t = SessionPin.__tablename__
-        return (f"DELETE FROM {t} WHERE session_key IN (SELECT session_key FROM {t} WHERE expires_at < {before} "
-                f"LIMIT {batch}) AND expires_at < {before_again}")
-
     def refresh_params(self, keys: list[str], used: datetime, expires: datetime) -> tuple:
         """`refresh_sql`'s parameters: every key's pin last used `used`, expiring at `expires`."""
         if self.bind_now:
@@ -173,10 +175,14 @@ class PinClaims:
         f = self.created_result
         return {r[0]: (r[1], aware(f(r[2]) if f else r[2])) for r in rows}
 
-    def purge_params(self, before: datetime, batch: int) -> tuple:
-        """`purge_sql`'s parameters."""
-        stamp = self.bind_now(before) if self.bind_now else before
-        return stamp, batch, stamp
+    def purge_stamp(self, before: datetime):
+        """`before` as the purge's DELETE binds it."""
+        return self.bind_now(before) if self.bind_now else before
+
+    def purge_params(self, after: str, upto: str | None, before: datetime) -> tuple:
+        """The purge DELETE's parameters: `purge_range_sql`'s, or `purge_rest_sql`'s when `upto` is None."""
+        stamp = self.purge_stamp(before)
+        return (after, stamp) if upto is None else (after, upto, stamp)
 
     def sql(self, n: int, touch: bool = False) -> str:
         """The VALUES form for `n` rows."""
@@ -259,8 +265,19 @@ class PinClaims:
             -> dict[str, tuple[str | None, datetime]]:
         return self.refreshed(conn.exec_driver_sql(self.refresh_sql, self.refresh_params(keys, used, expires)).all())
 
-    def purge(self, conn: Connection, before: datetime, batch: int) -> int:
-        return int(conn.exec_driver_sql(self.purge_sql, self.purge_params(before, batch)).rowcount or 0)
+    def purge(self, conn: Connection, before: datetime, after: str, window: int) -> tuple[int, str | None]:
+        """One step of the sweep for expired pins: delete those that expired before `before` among the `window`
+        keys that follow `after` (all keys past `after` when fewer are left). Returns (pins deleted, the last key
+        of the range, or None when the range reached the end of the table: the next sweep starts from "").
+
+        By key range, not through an index on the expiry: such an index is rewritten by every returning turn's
+        refresh, where the sweep reads each pin once per purge run. Each step reads at most `window` keys of the
+        primary key's index plus their rows, so a step holds its locks briefly whatever the table's size. The
+        expiry test is on the DELETE itself: on PostgreSQL a pin another replica refreshed meanwhile is re-checked
+        and kept."""
+        upto = conn.exec_driver_sql(self.purge_bound_sql, (after, window - 1)).scalar()
+        sql = self.purge_rest_sql if upto is None else self.purge_range_sql
+        return int(conn.exec_driver_sql(sql, self.purge_params(after, upto, before)).rowcount or 0), upto
 
 
 def claim_pins(*, conn: Connection, pins: list[dict], now: datetime) -> list[dict]:
@@ -289,19 +306,19 @@ def delete_pin(*, session: Session, session_key: str) -> bool:
 
 def list_pins(*, session: Session, limit: int = 1000, now: datetime | None = None) -> list[SessionPin]:
     """Live pins, the most recently used first: ordered by expiry, which is the last use plus the policy's session
-    TTL (one value for the fleet's active policy), so the expiry index serves both the filter and the order and
-    `last_used` needs no index, which every first turn and every touch would write. (`last_used` is itself
-    written at most every `pin_touch_interval_s`, so neither order is exact to the second.)"""
+    TTL (one value for the fleet's active policy). Neither column is indexed (a refresh writes both on the
+    router's path), so this reads every pin and keeps the newest `limit`: a page of the dashboard, not a hot path.
+    (`last_used` is itself written at most every `pin_touch_interval_s`, so the order is not exact to the
+    second.)"""
     q = select(SessionPin).where(SessionPin.expires_at > (now or utcnow()))
     return list(session.exec(q.order_by(col(SessionPin.expires_at).desc()).limit(limit)))
 
 
-def purge_expired_pins(*, session: Session, before: datetime, batch: int = 1000) -> int:
-    """Delete at most `batch` pins that expired before `before`; returns how many went. Bounded so one call
-    holds its locks briefly: call again while it returns `batch`. The outer `expires_at` test matters on
-    PostgreSQL: a pin another replica refreshed while this ran is re-checked and kept."""
-    keys = select(SessionPin.session_key).where(SessionPin.expires_at < before).limit(batch)
-    res = session.exec(delete(SessionPin).where(
-        col(SessionPin.session_key).in_(keys.scalar_subquery()), col(SessionPin.expires_at) < before))
+def purge_expired_pins(*, session: Session, before: datetime, after: str = "", window: int = 1000) \
+        -> tuple[int, str | None]:
+    """One step of the sweep (`PinClaims.purge`) in `session`'s transaction, committed: delete the pins that
+    expired before `before` among the `window` keys after `after`. Returns (how many went, where the next step
+    starts; None once the sweep reached the end of the table)."""
+    got = PinClaims(session.get_bind().dialect).purge(session.connection(), before, after, window)
     session.commit()
-    return int(res.rowcount or 0)
+    return got

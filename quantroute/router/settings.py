@@ -113,8 +113,11 @@ class RouterSettings(BaseSettings):
         "lose the newest pins (those sessions pin again, perhaps at another tier); saves a disk flush on each "
         "first turn's path. SQLite never flushes a commit (synchronous=NORMAL)")
     pin_purge_interval_s: float = Field(default=60.0, gt=0, description="How often to delete expired session pins")
-    pin_purge_batch: int = Field(default=1000, ge=1, description="Expired pins deleted per statement")
-    pin_purge_max_batches: int = Field(default=20, ge=1, description="Statements per purge run; the rest waits")
+    pin_purge_batch: int = Field(default=1000, ge=1, description="Pins each step of the purge checks: a range of "
+                                 "this many session keys, whose expired pins it deletes (one short lock per step)")
+    pin_purge_max_batches: int = Field(default=1000, ge=1, description="Steps per purge run. A run ends once it has "
+                                       "checked every pin; past this bound the next run goes on where it stopped. "
+                                       "Size batch x max_batches above the pins stored, or expired pins pile up")
 
     node_affinity: bool = Field(default=False, description="A pinned session's turn goes to the node that served its "
                                 "last turn (its KV prefix is cached there) while that node is healthy and below "

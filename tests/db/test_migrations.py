@@ -93,3 +93,47 @@ def test_0970_keeps_the_pins_and_swaps_their_indexes(db_url):
         assert {ix["name"] for ix in inspect(eng).get_indexes("session_pin")} == old
     finally:
         eng.dispose()
+
+
+def test_1000_drops_the_expiry_index_and_keeps_the_pins(db_url):
+    """Upgrading a database with pins (SQLite and PostgreSQL): the pins stay, the index on their expiry goes and
+    on PostgreSQL the table keeps room on its pages for refreshes; downgrading restores the index."""
+    from datetime import timedelta
+
+    from alembic import command
+    from sqlalchemy import inspect, text
+
+    from quantroute.clock import utcnow
+    from quantroute.db.engine import make_engine
+    from quantroute.db.schema import alembic_config
+
+    def indexes() -> set[str]:
+        return {ix["name"] for ix in inspect(eng).get_indexes("session_pin")}
+
+    def options() -> list[str]:
+        if eng.dialect.name != "postgresql":
+            return []
+        with eng.connect() as c:
+            return list(c.execute(text("SELECT reloptions FROM pg_class WHERE oid = 'session_pin'::regclass"))
+                        .scalar() or [])
+
+    eng = make_engine(db_url)
+    try:
+        command.upgrade(alembic_config(eng), "0990_tenants")
+        now = utcnow()
+        with eng.begin() as c:
+            c.execute(text("INSERT INTO session_pin (session_key, model, tier, created_at, last_used, expires_at) "
+                           "VALUES ('s-1', 'm', 'int4', :t, :t, :e)"), {"t": now, "e": now + timedelta(hours=1)})
+        assert "ix_session_pin_expires_at" in indexes()
+
+        command.upgrade(alembic_config(eng), "1000_pin_expiry_unindexed")
+        assert indexes() == {"ix_session_pin_candidate_model"}
+        assert options() == (["fillfactor=80"] if eng.dialect.name == "postgresql" else [])
+        with eng.connect() as c:
+            assert c.execute(text("SELECT session_key FROM session_pin")).scalars().all() == ["s-1"]
+
+        command.downgrade(alembic_config(eng), "0990_tenants")
+        assert indexes() == {"ix_session_pin_expires_at", "ix_session_pin_candidate_model"}
+        assert options() == []
+    finally:
+        eng.dispose()

@@ -1,11 +1,12 @@
-"""Reading session pins through the indexes the table keeps (0970_pin_indexes): releasing a canary's pins finds
-them by the partial index on candidate-arm pins' model, and live pins list newest first through the expiry index.
-SQLite and PostgreSQL."""
+"""Reading and writing session pins through the indexes the table keeps: releasing a canary's pins finds them by
+the partial index on candidate-arm pins' model; live pins list newest first; a returning turn's refresh writes no
+index entry (on PostgreSQL, a heap-only update). SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import text
 from sqlmodel import Session, select
 
@@ -53,14 +54,68 @@ def test_releasing_a_canary_moves_only_its_candidate_pins_and_finds_them_by_the_
     assert "ix_session_pin_candidate_model" in plan
 
 
-def test_live_pins_list_most_recently_used_first_through_the_expiry_index(engine):
+def test_live_pins_list_most_recently_used_first(engine):
     with Session(engine) as s:
         s.add_all([_pin("older", arm=None, used_s_ago=120), _pin("newest", arm=None),
                    _pin("middle", arm=None, used_s_ago=60), _pin("gone", arm=None, used_s_ago=7200)])
         s.commit()
         assert [p.session_key for p in list_pins(session=s)] == ["newest", "middle", "older"]
         assert [p.session_key for p in list_pins(session=s, limit=2)] == ["newest", "middle"]
-    plan = _plan(engine, "SELECT session_key FROM session_pin WHERE expires_at > :now "
-                         "ORDER BY expires_at DESC LIMIT 10", {"now": utcnow()})
-    assert "ix_session_pin_expires_at" in plan
-    assert "TEMP B-TREE" not in plan.upper() and "Sort" not in plan  # no sort of every live pin
+
+
+def _indexed_columns(engine) -> dict[str, set[str]]:
+    """Each index of session_pin -> the columns it reads (its keys and, for a partial index, its condition)."""
+    from sqlalchemy import inspect
+
+    out = {}
+    for ix in inspect(engine).get_indexes("session_pin"):
+        where = str(ix.get("dialect_options", {}).get(f"{engine.dialect.name}_where", ""))
+        out[ix["name"]] = set(ix["column_names"]) | {c for c in _columns() if c in where}
+    return out
+
+
+def _columns() -> list[str]:
+    from quantroute.db.engine import table_of
+
+    return [c.name for c in table_of(SessionPin).columns]
+
+
+def test_no_index_reads_a_column_that_a_refresh_writes(engine):
+    """A returning turn's refresh writes the last use and the expiry; an index on either would be rewritten by
+    every refresh."""
+    from quantroute.db.session_pin import PinClaims
+
+    refresh = PinClaims(engine.dialect).refresh_sql
+    written = {c for c in _columns() if f" {c} = " in refresh.split(" WHERE ")[0]}
+    assert written == {"last_used", "expires_at"}
+    assert {name: cols & written for name, cols in _indexed_columns(engine).items() if cols & written} == {}
+    # ... and the primary key and the candidate-arm index are still there
+    assert set(_indexed_columns(engine)) >= {"ix_session_pin_candidate_model"}
+
+
+@pytest.fixture
+def pg_engine(pg_url):
+    from quantroute.db.engine import init_db, make_engine
+
+    eng = make_engine(pg_url)
+    init_db(eng)
+    yield eng
+    eng.dispose()
+
+
+@pytest.mark.postgres
+def test_a_refresh_on_postgresql_is_a_heap_only_update(pg_engine):
+    """Refreshing pins rewrites their rows in place on the page (HOT), with no new index tuple: the page keeps
+    room for it (the table's fillfactor) and no index covers the columns it writes."""
+    from quantroute.db.session_pin import PinClaims
+
+    now = utcnow()
+    with Session(pg_engine) as s:
+        s.add_all([_pin(f"s-{i}", arm=None) for i in range(50)])
+        s.commit()
+    claims = PinClaims(pg_engine.dialect)
+    with pg_engine.begin() as c:  # a batch of refreshes: sessions spread over the table
+        claims.refresh(c, [f"s-{i}" for i in range(0, 50, 5)], now, now + timedelta(hours=1))
+        upd, hot = c.execute(text("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables "
+                                  "WHERE relname = 'session_pin'")).one()
+    assert (upd, hot) == (10, 10)

@@ -12,7 +12,8 @@
 
 Either way a batch is one statement of `PinClaims`, its own transaction: the read-or-create upsert of new pins
 (`claim`), an update moving live pins' expiry (`refresh`), the upsert that writes back a returning turn's pin
-with a node move or whose row was gone (`claim(..., touch=True)`), or a bounded purge of expired pins (`purge`).
+with a node move or whose row was gone (`claim(..., touch=True)`), or one step of the sweep for expired pins
+(`purge`: a read of the range's end, then its delete).
 On SQLite that makes the router's pin writes one writer in the event loop: a purge run elsewhere held the write
 lock that claims then waited for."""
 
@@ -68,8 +69,8 @@ class ThreadedClaims:
             -> dict[str, tuple[str | None, datetime]]:
         return await asyncio.to_thread(self._call, lambda c: self.claims.refresh(c, keys, used, expires))
 
-    async def purge(self, before: datetime, batch: int, timeout_s: float) -> int:
-        return await asyncio.to_thread(self._call, lambda c: self.claims.purge(c, before, batch))
+    async def purge(self, before: datetime, after: str, window: int, timeout_s: float) -> tuple[int, str | None]:
+        return await asyncio.to_thread(self._call, lambda c: self.claims.purge(c, before, after, window))
 
     def _call(self, fn: Callable[[Connection], _T]) -> _T:
         if self._conn is None:
@@ -138,9 +139,14 @@ class SqliteClaims:
                                lambda cur: cur.fetchall())
         return self.claims.refreshed(rows)
 
-    async def purge(self, before: datetime, batch: int, timeout_s: float) -> int:
-        return await self._run(self.claims.purge_sql, self.claims.purge_params(before, batch), timeout_s,
-                               lambda cur: cur.rowcount)
+    async def purge(self, before: datetime, after: str, window: int, timeout_s: float) -> tuple[int, str | None]:
+        """`PinClaims.purge`: the range's end (a read: no write lock), then the delete."""
+        c = self.claims
+        found = await self._run(c.purge_bound_sql, (after, window - 1), timeout_s, lambda cur: cur.fetchone())
+        upto = found[0] if found else None
+        n = await self._run(c.purge_rest_sql if upto is None else c.purge_range_sql,
+                            c.purge_params(after, upto, before), timeout_s, lambda cur: cur.rowcount)
+        return n, upto
 
     async def _run(self, sql: str, params: tuple, timeout_s: float, read: Callable[[sqlite3.Cursor], _T]) -> _T:
         deadline = time.monotonic() + timeout_s
@@ -218,9 +224,13 @@ class AsyncpgClaims:
         return self.claims.refreshed(await self._run(self.claims.numbered_refresh_sql, (used, expires, keys),
                                                      timeout_s, "fetch"))
 
-    async def purge(self, before: datetime, batch: int, timeout_s: float) -> int:
-        status = await self._run(self.claims.numbered_purge_sql, (before, batch), timeout_s, "execute")
-        return int(status.split()[-1])  # "DELETE n"
+    async def purge(self, before: datetime, after: str, window: int, timeout_s: float) -> tuple[int, str | None]:
+        """`PinClaims.purge`, in two round trips."""
+        bound, in_range, rest = self.claims.numbered_purge
+        upto = await self._run(bound, (after, window - 1), timeout_s, "fetchval")
+        status = await self._run(rest, (after, before), timeout_s, "execute") if upto is None else \
+            await self._run(in_range, (after, upto, before), timeout_s, "execute")
+        return int(status.split()[-1]), upto  # "DELETE n"
 
     async def _run(self, sql: str, params: tuple, timeout_s: float, how: str):
         """`conn.fetch` (rows) or `conn.execute` (the status text) of one statement, bounded by `timeout_s`."""

@@ -11,8 +11,8 @@ backoff until the claims' deadline; any other error splits the batch in halves u
 stored is alone (and fails), so one bad key never holds up the others.
 
 Returning turns' refreshes (`touch`) and the purge of expired pins (`purge`) go through the same task and the same
-kept connection, taken in turn with the claims (a claim waits for at most one touch batch and one purge
-statement): no thread hop and no ORM object per turn, and on SQLite no second writer in this process for claims
+kept connection, taken in turn with the claims (a claim waits for at most one touch batch and one step of the
+purge's sweep): no thread hop and no ORM object per turn, and on SQLite no second writer in this process for claims
 to wait behind. A touch batch is one update moving the live pins' expiry, plus one upsert only for touches that
 carry a node move or whose row was gone (see `Touches` for what is kept, retried and refused)."""
 
@@ -145,8 +145,9 @@ class Touched:
 @dataclass(slots=True)
 class Purge:
     before: datetime
-    batch: int
-    future: asyncio.Future  # -> pins deleted
+    after: str  # the sweep goes on past this key
+    window: int
+    future: asyncio.Future  # -> (pins deleted, the range's last key or None at the table's end)
 
 
 class PinCommitter:
@@ -214,10 +215,12 @@ class PinCommitter:
         return since is not None and (len(self.touches) >= self.max_batch or self._flushing
                                       or time.monotonic() - since >= self.touch_delay_s)
 
-    def purge(self, before: datetime, batch: int) -> asyncio.Future:
-        """Delete at most `batch` pins that expired before `before`, in this task's turn; resolves with the count."""
+    def purge(self, before: datetime, after: str, window: int) -> asyncio.Future:
+        """One step of the sweep for expired pins (`PinClaims.purge`: those expired before `before` among the
+        `window` keys after `after`), in this task's turn; resolves with (pins deleted, where the next step
+        starts, None at the end of the table)."""
         fut = asyncio.get_running_loop().create_future()
-        self._purges.append(Purge(before, batch, fut))
+        self._purges.append(Purge(before, after, window, fut))
         self._wake.set()
         return fut
 
@@ -369,14 +372,14 @@ class PinCommitter:
 
     async def _purge(self, job: Purge) -> None:
         try:
-            n = await self._db.purge(job.before, job.batch, self.timeout_s)
+            got = await self._db.purge(job.before, job.after, job.window, self.timeout_s)
         except Exception as e:  # noqa: BLE001 - the caller (the purge loop) tries again later
             self.errors += 1
             if not job.future.done():
                 job.future.set_exception(e)
             return
         if not job.future.done():
-            job.future.set_result(n)
+            job.future.set_result(got)
 
     def _retry_later(self, batch: list[Claim], e: Exception) -> None:
         now = time.monotonic()

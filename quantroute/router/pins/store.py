@@ -92,6 +92,7 @@ class PinStore:
             raise ValueError("a pin store with a database needs its committer (touches and purges go through it)")
         self.cache: dict[str, Pin] = {}
         self.db_errors = 0
+        self._purge_after = ""  # the purge's sweep goes on past this key
         self._bg: set[asyncio.Task] = set()
         if committer is not None:
             committer.on_touched = self._touched
@@ -271,8 +272,9 @@ class PinStore:
             await asyncio.sleep(0)
 
     async def purge_expired(self, *, batch: int, max_batches: int, grace_s: float) -> int:
-        """Delete pins that expired more than `grace_s` ago, `batch` rows per statement, at most `max_batches`
-        statements per call (the rest waits for the next call). The grace covers a replica whose cache kept a
+        """Delete pins that expired more than `grace_s` ago: the sweep goes on from where the last call stopped,
+        `batch` keys per step, at most `max_batches` steps per call, and ends a call early once it reached the end of
+        the table (the next call starts over from the first key). The grace covers a replica whose cache kept a
         session alive but has not refreshed the row yet (it does so every `touch_interval_s`)."""
         await self.forget_expired()
         if self.committer is None:
@@ -282,9 +284,10 @@ class PinStore:
         for _ in range(max_batches):
             # In the committer's turn on its connection: on SQLite a purge in a thread held the write lock while
             # claims waited for it
-            n = await self.committer.purge(before, batch)
+            n, upto = await self.committer.purge(before, self._purge_after, batch)
             total += n
-            if n < batch:
+            self._purge_after = upto or ""
+            if upto is None:
                 break
         return total
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import httpx
+from sqlalchemy import text
 from sqlmodel import select
 
 from quantroute.clock import utcnow
@@ -32,18 +33,27 @@ def keys(engine) -> set[str]:
         return set(s.exec(select(SessionPin.session_key)))
 
 
-def test_purge_deletes_expired_pins_in_bounded_batches(engine):
+def test_the_purge_sweeps_the_table_in_bounded_ranges_of_keys(engine):
+    """Each step checks at most its window of keys and deletes the pins among them that expired before the grace;
+    the sweep ends at the table's last key, and a pin refreshed since it expired is kept."""
     add_pins(engine, "old", 25, expired_s_ago=3600)
     add_pins(engine, "recent", 2, expired_s_ago=5)  # expired, but inside the grace given below
     add_pins(engine, "live", 3)
     before = utcnow() - timedelta(seconds=60)
-    counts = []
+    with engine.connect() as c:  # in the database's collation
+        ordered = list(c.execute(text("SELECT session_key FROM session_pin ORDER BY session_key")).scalars())
+    steps, after = [], ""
     with db_session(engine) as s:
         while True:
-            counts.append(purge_expired_pins(session=s, before=before, batch=10))
-            if counts[-1] < 10:
+            n, upto = purge_expired_pins(session=s, before=before, after=after, window=10)
+            steps.append((after, n, upto))
+            if upto is None:
                 break
-    assert counts == [10, 10, 5]
+            after = upto
+    # 30 keys: three ranges of 10, then nothing past the last key
+    assert [u for _, _, u in steps] == [ordered[9], ordered[19], ordered[29], None]
+    assert [n for _, n, _ in steps] == [sum(k.startswith("old") for k in ordered[a:b])
+                                        for a, b in ((0, 10), (10, 20), (20, 30), (30, 30))]
     assert keys(engine) == {"recent-0", "recent-1", "live-0", "live-1", "live-2"}
 
 
@@ -53,7 +63,7 @@ def test_claim_reads_or_creates_in_one_statement_and_replaces_only_expired_pins(
     add_pins(engine, "purged", 1, expired_s_ago=3600)
     now = utcnow()
     with db_session(engine) as other:  # another replica purges this one before the claim lands
-        assert purge_expired_pins(session=other, before=now - timedelta(seconds=1800), batch=1) == 1
+        assert purge_expired_pins(session=other, before=now - timedelta(seconds=1800), after="live-0") == (1, None)
 
     def row(key: str) -> dict:
         return {"session_key": key, "model": "llama3-8b", "tier": "fp16", "arm": None, "deployment": None,
