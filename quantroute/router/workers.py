@@ -9,6 +9,7 @@ counts) goes between the workers over control sockets (peers.py)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import sys
@@ -22,6 +23,12 @@ SETTINGS_ENV = "QUANTROUTE_WORKER_SETTINGS"
 # The request log's writer runs in a thread; at CPython's default 5 ms switch interval a batch being written
 # would hold the event loop off the GIL for up to 5 ms at each of a request's syscalls.
 SWITCH_INTERVAL_S = 0.0005
+# glibc serves blocks from this size up with pages of their own, given back when freed. Its default threshold
+# rises to the largest block freed, so the pin cache's hash table (~21 MB at 200,000 pins), rebuilt as sessions
+# turn over, came from the heap after its first rebuild, where a freed table's pages stay resident: RSS stepped
+# up by the table's size once more. A threshold set once stays put.
+MMAP_THRESHOLD_BYTES = 1 << 20
+M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
 LOG_LEVEL_ENV = "QUANTROUTE_WORKER_LOG_LEVEL"
 # The directory of the workers' control sockets (peers.py), made by the supervisor, removed when it exits
 PEERS_DIR_ENV = "QUANTROUTE_WORKER_PEERS_DIR"
@@ -33,6 +40,17 @@ class WorkersNeedDatabase(ValueError):
 
 class WorkersNeedRuntimeDir(ValueError):
     """Several workers talk over Unix sockets in a directory they can write."""
+
+
+def tune_process() -> None:
+    """Interpreter and allocator settings of a process that serves requests (see SWITCH_INTERVAL_S and
+    MMAP_THRESHOLD_BYTES). The allocator's only where the C library has glibc's `mallopt`."""
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not a glibc-like C library
+        return
+    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
 
 
 def serve(settings: RouterSettings, *, workers: int = 1, use_db: bool = True, log_level: str = "warning") -> None:
@@ -47,7 +65,7 @@ def serve(settings: RouterSettings, *, workers: int = 1, use_db: bool = True, lo
         uvicorn.run(app, host=settings.host, port=settings.port, http="httptools", loop="uvloop", log_level=log_level,
                     access_log=False, timeout_graceful_shutdown=5, log_config=None, proxy_headers=False, **more)
 
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    tune_process()
     if workers == 1:
         run(create_app(settings, use_db=use_db, own_process=True))
         return
@@ -82,5 +100,5 @@ def app_from_env():
 
     settings = RouterSettings.model_validate_json(os.environ[SETTINGS_ENV])
     configure_logging(os.environ.get(LOG_LEVEL_ENV, settings.log_level), json_lines=settings.log_json)
-    sys.setswitchinterval(SWITCH_INTERVAL_S)  # a fresh interpreter: the supervisor's setting is not inherited
+    tune_process()  # a fresh interpreter: the supervisor's settings are not inherited
     return create_app(settings, own_process=True, peers=WorkerPeers(os.environ[PEERS_DIR_ENV]))
