@@ -57,12 +57,22 @@ def db_url(request, tmp_path: Path) -> str:
     return request.getfixturevalue("pg_url")
 
 
-@pytest.fixture
-def engine(db_url: str):
-    eng = make_engine(db_url)
+def _migrated(url: str):
+    eng = make_engine(url)
     init_db(eng)
     yield eng
     eng.dispose()
+
+
+@pytest.fixture
+def engine(db_url: str):
+    yield from _migrated(db_url)
+
+
+@pytest.fixture
+def pg_engine(pg_url: str):
+    """A migrated fresh schema in the real PostgreSQL (skips without one)."""
+    yield from _migrated(pg_url)
 
 
 def add_users(engine, **roles: str) -> None:

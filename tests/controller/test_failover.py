@@ -13,7 +13,6 @@ import pytest
 from sqlmodel import select
 
 from quantroute.clock import utcnow
-from quantroute.db.engine import init_db, make_engine
 from quantroute.db.engine import session as db_session
 from quantroute.db.notification import Notification
 from quantroute.db.policy_state import PolicyActivation
@@ -25,14 +24,6 @@ from tests.rollout.conftest import CAND, MODEL, policy_data, progressing_rollout
 
 pytestmark = pytest.mark.postgres
 INTERVAL = 0.5
-
-
-@pytest.fixture
-def pg_engine(pg_url):
-    eng = make_engine(pg_url)
-    init_db(eng)
-    yield eng
-    eng.dispose()
 
 
 def test_standby_completes_the_rollback_of_a_killed_leader_and_nothing_happens_twice(pg_url, pg_engine, tmp_path):

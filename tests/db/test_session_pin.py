@@ -93,16 +93,6 @@ def test_no_index_reads_a_column_that_a_refresh_writes(engine):
     assert set(_indexed_columns(engine)) >= {"ix_session_pin_candidate_model"}
 
 
-@pytest.fixture
-def pg_engine(pg_url):
-    from quantroute.db.engine import init_db, make_engine
-
-    eng = make_engine(pg_url)
-    init_db(eng)
-    yield eng
-    eng.dispose()
-
-
 @pytest.mark.postgres
 def test_a_refresh_on_postgresql_is_a_heap_only_update(pg_engine):
     """Refreshing pins rewrites their rows in place on the page (HOT), with no new index tuple: the page keeps
