@@ -60,6 +60,7 @@ from support.peers import stop
 from support.procs import start, wait_port
 from support.router_counters import gc_figures, pin_figures, router_counters, slow_waits
 from support.sessions import TOUCH_INTERVAL_S, TRACE_MODES, ChatTrace, ReturningTrace, trace_script
+from support.steady import fill_pins, run_slices
 from support.ttfb import ttfb_ms
 from support.wrk import LUA_DONE, LUA_HEAD, SESSION_MODES, lua_script, run_wrk
 
@@ -434,37 +435,11 @@ def steady_run(args, bench: Bench, bports: list[int], db: Database, workers: int
                   f"router RSS {rss_fresh:.1f} MB before, {rss_filled:.1f} MB after", flush=True)
         if trace is not None:
             print(f"chat sessions in flight seeded: router RSS {rss_mb(proc.pid):.1f} MB", flush=True)
-        print(f"{'t s':>6}{'req/s':>9}{'p50 ms':>8}{'p99 ms':>8}{'errors':>7}{'t/o':>5}{'RSS MB':>8}{'WAL MB':>8}"
-              f"{'refreshed':>10}", flush=True)
-        slices: list[dict] = []
-        counters = router_counters(rport)
-        started = time.monotonic()
-        while time.monotonic() - started < args.steady_seconds - 0.5:
-            r = bench.run(url, args.steady, 32, args.slice_seconds, trace, rate)
-            now = router_counters(rport)
-            r["touched"] = (now["touched"] - counters["touched"]) / max(r["requests"], 1)
-            counters = now
-            r["t"], r["rss"] = time.monotonic() - started, rss_mb(proc.pid)
-            r["wal"] = wal.stat().st_size / 2**20 if wal is not None and wal.exists() else None
-            slices.append(r)
-            wal_mb = "-" if r["wal"] is None else f"{r['wal']:.1f}"
-            print(f"{r['t']:>6.0f}{r['rps']:>9.0f}{r['p50_ms']:>8.3f}{r['p99_ms']:>8.3f}{r['errors']:>7}"
-                  f"{r['timeouts']:>5}{r['rss']:>8.1f}{wal_mb:>8}{r['touched'] * 100:>9.0f}%", flush=True)
+        slices = run_slices(bench, url, args.steady, rport, proc.pid, wal, seconds=args.steady_seconds,
+                            slice_seconds=args.slice_seconds, trace=trace, rate=rate)
         steady_summary(slices, db.counts())
     finally:
         stop(proc)
-
-
-def fill_pins(url: str, bench: Bench, rport: int, n: int) -> tuple[float, float]:
-    """Send first turns (mode `new`) until the router has stored `n` pins more than before: a router that has
-    served for a while holds its pin cache at the bound, and a steady run measures that state, not the filling.
-    Returns (pins stored, seconds taken)."""
-    started, before = time.monotonic(), router_counters(rport)["claimed"]
-    stored = 0.0
-    while stored < n:
-        run_wrk(url, bench.script("new"), 32, 5)
-        stored = router_counters(rport)["claimed"] - before
-    return stored, time.monotonic() - started
 
 
 if __name__ == "__main__":
