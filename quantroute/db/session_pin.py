@@ -137,15 +137,8 @@ class PinClaims:
         self.created_result = self.result[_CREATED]
         # The purge's sweep (`purge`): the end of the next range of keys, then the expired pins in that range (or
         # in the rest of the table, past the last range). asyncpg's texts number their parameters.
-        m = self.mark
-        self.purge_bound_sql = f"SELECT session_key FROM {t} WHERE session_key > {m} ORDER BY session_key " \
-                               f"LIMIT 1 OFFSET {m}"
-        self.purge_range_sql = f"DELETE FROM {t} WHERE session_key > {m} AND session_key <= {m} AND expires_at < {m}"
-        self.purge_rest_sql = f"DELETE FROM {t} WHERE session_key > {m} AND expires_at < {m}"
-        self.numbered_purge = (f"SELECT session_key FROM {t} WHERE session_key > $1 ORDER BY session_key LIMIT 1 "
-                               "OFFSET $2",
-                               f"DELETE FROM {t} WHERE session_key > $1 AND session_key <= $2 AND expires_at < $3",
-                               f"DELETE FROM {t} WHERE session_key > $1 AND expires_at < $2") if pg else ("", "", "")
+        self.purge_bound_sql, self.purge_range_sql, self.purge_rest_sql = self._sweep(self.mark, self.mark, self.mark)
+        self.numbered_purge = self._sweep("$1", "$2", "$3") if pg else ("", "", "")
 
     def _json_upsert(self, rows: str, now: str, *, touch: bool = False) -> str:
         """The claim of the rows in the JSON parameter `rows`."""
@@ -175,13 +168,19 @@ class PinClaims:
         f = self.created_result
         return {r[0]: (r[1], aware(f(r[2]) if f else r[2])) for r in rows}
 
-    def purge_stamp(self, before: datetime):
-        """`before` as the purge's DELETE binds it."""
-        return self.bind_now(before) if self.bind_now else before
+    @staticmethod
+    def _sweep(p1: str, p2: str, p3: str) -> tuple[str, str, str]:
+        """The purge's statements with these placeholders, numbered from the first in each: the end of the range
+        of keys after p1 (OFFSET p2); the delete of pins expired before p3 in (p1, p2]; the same past p1 (before
+        p2), for the last range."""
+        t = SessionPin.__tablename__
+        return (f"SELECT session_key FROM {t} WHERE session_key > {p1} ORDER BY session_key LIMIT 1 OFFSET {p2}",
+                f"DELETE FROM {t} WHERE session_key > {p1} AND session_key <= {p2} AND expires_at < {p3}",
+                f"DELETE FROM {t} WHERE session_key > {p1} AND expires_at < {p2}")
 
     def purge_params(self, after: str, upto: str | None, before: datetime) -> tuple:
         """The purge DELETE's parameters: `purge_range_sql`'s, or `purge_rest_sql`'s when `upto` is None."""
-        stamp = self.purge_stamp(before)
+        stamp = self.bind_now(before) if self.bind_now else before
         return (after, stamp) if upto is None else (after, upto, stamp)
 
     def sql(self, n: int, touch: bool = False) -> str:
