@@ -9,10 +9,12 @@ limit) breaks, and the arm's figure is its best step that held.
 The staircase is one continuous closed loop: each step adds clients (a new replay, rotated through the traffic so
 the added clients do not replay the same units in lockstep), waits a warm-up, then measures `windows` back-to-back
 windows; a step's figures are the median over its windows (the repeats). Output tok/s comes from the nodes'
-own generation counters (exact, including requests still running); latency from the requests that started in
-the window, evaluated after the final drain, so slow requests are never left out. The staircase stops at the
-first step whose already-finished requests break a limit (this online check can only miss a breach, never
-invent one); the final verdict re-checks every step with all requests in.
+own generation counters (exact, including requests still running) over each node's own simulated clock, so a
+host stall the engines forgave (eight nodes, the router and the clients share a small machine) does not read as
+lost capacity; each step reports the share of its wall time the nodes simulated. Latency comes from the
+requests that started in the window, evaluated after the final drain, so slow requests are never left out. The
+staircase stops at the first step whose already-finished requests break a limit (this online check can only miss
+a breach, never invent one); the final verdict re-checks every step with all requests in.
 
 Figures are converted to the simulator's clock (tok/s x time_scale, ms / time_scale), so they read as what the
 capacity model predicts for the real hardware. They come from the simulator's model, not from a GPU.
@@ -25,6 +27,7 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -36,6 +39,7 @@ from quantroute.loadtest.stats import Slo, StepStats, breach, summarize
 from quantroute.loadtest.traffic import RequestResult, TrafficLine, replay, units
 from quantroute.policy.model import Policy
 from quantroute.quality_cost import request_category, served_counts
+from quantroute.sim.metrics import SIM_CLOCK
 from support.fleet_arms import top_tier_share
 
 
@@ -83,7 +87,10 @@ class Ladder(BaseModel):
 class MeasuredWindow(BaseModel):
     """One measured window of a step (simulated clock)."""
 
-    output_tok_s: float
+    output_tok_s: float  # per node, tokens over the simulated seconds the node lived through; summed
+    # simulated seconds the nodes lived through over the window's wall time / time scale (median node): below 1,
+    # the host stalled and the engines forgave it; a wall-clock rate would have read that much low
+    sim_share: float | None = None
     tok_s_by_tier: dict[str, float]
     requests: int
     errors: int
@@ -110,6 +117,7 @@ class StepResult(BaseModel):
     breach: str | None = None
     ttft_p50_ms: float | None = None
     tpot_p95_ms: float | None = None  # time per output token after the first, streamed requests
+    sim_share: float | None = None  # median over windows (MeasuredWindow.sim_share)
 
 
 class CapacityResult(BaseModel):
@@ -199,10 +207,22 @@ async def settle(client: httpx.AsyncClient, nodes: dict[str, str], timeout_s: fl
     return busy
 
 
-async def node_tokens(client: httpx.AsyncClient, nodes: dict[str, str]) -> dict[str, float]:
-    """Generated tokens so far per node, from each simulated node's vLLM-style counter."""
-    counts = await node_counters(client, nodes)
-    return {n: c[GENERATED] for n, c in counts.items()}
+async def node_tokens(client: httpx.AsyncClient, nodes: dict[str, str]) -> dict[str, tuple[float, float]]:
+    """Per node: generated tokens so far (vLLM's counter) and the node's simulated clock, from one scrape."""
+    counts = await node_samples(client, nodes, (GENERATED, SIM_CLOCK))
+    return {n: (c[GENERATED], c[SIM_CLOCK]) for n, c in counts.items()}
+
+
+@dataclass(frozen=True)
+class NodeSpan:
+    """What one node did over a measured window: tokens it generated and simulated seconds it lived through."""
+
+    tokens: float
+    sim_s: float
+
+
+def node_spans(before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]]) -> dict[str, NodeSpan]:
+    return {n: NodeSpan(after[n][0] - before[n][0], after[n][1] - before[n][1]) for n in after}
 
 
 async def scrape(client: httpx.AsyncClient, url: str) -> str:
@@ -255,17 +275,22 @@ def _ms(v: float | None, ts: float) -> float | None:
     return None if v is None else v / ts
 
 
-def _window(stats: StepStats, tokens: dict[str, float], node_tier: dict[str, str], ts: float) -> MeasuredWindow:
+def _window(stats: StepStats, spans: dict[str, NodeSpan], node_tier: dict[str, str], ts: float) -> MeasuredWindow:
+    """Each node's rate is over its own simulated clock: an engine that forgave a host stall simulated less time
+    in the window, and its tokens are divided by the time it simulated, not by the wall clock's."""
     by_tier: dict[str, float] = defaultdict(float)
-    for node, n in tokens.items():
-        by_tier[node_tier[node]] += n / stats.window_s * ts
+    wall_sim_s = stats.window_s / ts
+    for node, sp in spans.items():
+        by_tier[node_tier[node]] += sp.tokens / (sp.sim_s if sp.sim_s > 0 else wall_sim_s)
+    shares = [sp.sim_s / wall_sim_s for sp in spans.values()] if wall_sim_s > 0 else []
     return MeasuredWindow(output_tok_s=sum(by_tier.values()), tok_s_by_tier=dict(sorted(by_tier.items())),
+                          sim_share=statistics.median(shares) if shares else None,
                           requests=stats.requests, errors=stats.errors, ttft_p95_ms=_ms(stats.ttft_p95_ms, ts),
                           e2e_p95_ms=_ms(stats.e2e_p95_ms, ts), ttft_p50_ms=_ms(stats.ttft_p50_ms, ts),
                           tpot_p95_ms=_ms(stats.tpot_p95_ms, ts))
 
 
-def step_result(concurrency: int, spans: Sequence[tuple[float, float, dict[str, float]]],
+def step_result(concurrency: int, spans: Sequence[tuple[float, float, dict[str, NodeSpan]]],
                 results: Sequence[RequestResult], node_tier: dict[str, str], ts: float) -> StepResult:
     """A step's figures from its windows (start, end, tokens per node in the window); medians over windows."""
     stats = [summarize(results, start=s, end=e) for s, e, _ in spans]
@@ -296,7 +321,8 @@ def step_result(concurrency: int, spans: Sequence[tuple[float, float, dict[str, 
         ttft_p95_ms=_median([w.ttft_p95_ms for w in wins]), e2e_p95_ms=_median([w.e2e_p95_ms for w in wins]),
         by_class=by_class, requests=sum(w.requests for w in wins), errors=sum(w.errors for w in wins),
         errors_by_status=dict(status), tier_share={t: n / ok for t, n in sorted(tiers_all.items())},
-        ttft_p50_ms=_median([w.ttft_p50_ms for w in wins]), tpot_p95_ms=_median([w.tpot_p95_ms for w in wins]))
+        ttft_p50_ms=_median([w.ttft_p50_ms for w in wins]), tpot_p95_ms=_median([w.tpot_p95_ms for w in wins]),
+        sim_share=_median([w.sim_share for w in wins]))
 
 
 def verdict(step: StepResult, slo: Slo) -> str | None:
@@ -317,7 +343,7 @@ async def climb(stack: FleetStack, *, name: str, label: str, policy: Policy, tra
     results: list[RequestResult] = []
     stops: list[asyncio.Event] = []
     tasks: list[asyncio.Task] = []
-    raw: list[tuple[int, list[tuple[float, float, dict[str, float]]]]] = []
+    raw: list[tuple[int, list[tuple[float, float, dict[str, NodeSpan]]]]] = []
     running = 0
     queue_note: str | None = None
     best_tok_s, flat = 0.0, 0
@@ -344,7 +370,7 @@ async def climb(stack: FleetStack, *, name: str, label: str, policy: Policy, tra
                 t0, c0 = time.perf_counter(), await node_tokens(scraper, stack.node_urls)
                 await asyncio.sleep(ladder.window_s)
                 t1, c1 = time.perf_counter(), await node_tokens(scraper, stack.node_urls)
-                spans.append((t0, t1, {n: c1[n] - c0[n] for n in c1}))
+                spans.append((t0, t1, node_spans(c0, c1)))
             raw.append((conc, spans))
             # Online check on the requests finished so far; unfinished ones are the slow ones, so this can
             # miss a breach but not invent one. The router's wait and 503 counters see the queue at once.

@@ -91,12 +91,22 @@ class NodeEngine:
         self._t0: float | None = None
         self._sim = 0.0
         metrics.bind_state(running=lambda: len(self.running), waiting=lambda: len(self.waiting),
-                           kv_usage=self.kv_usage)
+                           kv_usage=self.kv_usage, clock=self.clock)
 
     # -- state -------------------------------------------------------------------------------------------
     def kv_usage(self) -> float:
         cap = self.model.kv_capacity_tokens
         return min(1.0, sum(s.context for s in self.running) / cap) if cap else 0.0
+
+    def clock(self) -> float:
+        """Simulated seconds now: the engine's clock while it works, the wall clock's reading of it while idle
+        (an idle engine's clock stands still until the next arrival moves it)."""
+        if self.running or self.waiting:
+            return self._sim
+        try:
+            return max(self._sim, self._wall_as_sim())
+        except RuntimeError:  # read outside the engine's loop (no running loop): its last reading
+            return self._sim
 
     def _origin(self) -> float:
         """The loop time at which simulated time 0 sits: fixed by the first look at the clock."""

@@ -17,6 +17,7 @@ REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.
 LABELS = ("model_name", "engine")
 # vLLM's (v1) prefix-cache counters, in tokens; exposed with the `_total` suffix (checked in tests/vllm)
 PREFIX_CACHE_COUNTERS = ("vllm:prefix_cache_queries", "vllm:prefix_cache_hits")
+SIM_CLOCK = "quantroute_sim_clock_seconds"
 
 
 class NodeMetrics:
@@ -32,6 +33,10 @@ class NodeMetrics:
         # The pre-0.10 name of the same gauge, which older dashboards and routers still scrape.
         self._gpu_cache = Gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", LABELS,
                                 registry=r)
+        # Not a vLLM series: the simulated seconds this node has lived. Rates over it (tokens per simulated
+        # second) leave out the host stalls the engine forgives, which a rate over the wall clock counts.
+        self._clock = Gauge(SIM_CLOCK, "Simulated seconds since the node started (simulator only).", LABELS,
+                            registry=r)
         self.prompt_tokens = Counter("vllm:prompt_tokens", "Number of prefill tokens processed.", LABELS,
                                      registry=r).labels(**self._labels)
         self.generation_tokens = Counter("vllm:generation_tokens", "Number of generation tokens processed.", LABELS,
@@ -54,8 +59,9 @@ class NodeMetrics:
                                     buckets=REQUEST_BUCKETS, registry=r).labels(**self._labels)
 
     def bind_state(self, *, running: Callable[[], float], waiting: Callable[[], float],
-                   kv_usage: Callable[[], float]) -> None:
+                   kv_usage: Callable[[], float], clock: Callable[[], float]) -> None:
         """Gauges read the engine's state when scraped, so they can never drift from it."""
+        self._clock.labels(**self._labels).set_function(clock)
         self._running.labels(**self._labels).set_function(running)
         self._waiting.labels(**self._labels).set_function(waiting)
         self._kv.labels(**self._labels).set_function(kv_usage)

@@ -32,6 +32,7 @@ def test_tiered_staircase_keeps_sessions_on_one_tier_and_sensitive_requests_off_
         assert len(s.windows) == 2 and s.breach is None and s.errors == 0
         assert min(w.output_tok_s for w in s.windows) <= s.output_tok_s <= max(w.output_tok_s for w in s.windows)
         assert s.output_tok_s == pytest.approx(sum(s.tok_s_by_tier.values()), rel=1e-9)  # medians of sums
+        assert 0 < s.sim_share <= 1.05  # the nodes simulated (about) the window's wall time, less what they forgave
     assert set(b.capacity.tier_share) == {"fp16", "int4"} and b.capacity.tok_s_by_tier["int4"] > 0
     inv = b.invariants
     assert inv.sessions > 0 and inv.mid_session_switches == 0

@@ -85,3 +85,48 @@ def test_ttft_of_a_lone_request_is_its_prefill_plus_one_decode_step(sim):
     expected = (cap.prefill_s(L8, A100, 100)
                 + cap.decode_step_s(L8, cap.FORMATS["int4"], A100, batch=1, context_tokens=100))
     assert ttft == pytest.approx(expected, rel=1e-6)
+
+
+def _clock_and_tokens(metrics) -> tuple[float, float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from quantroute.sim.metrics import SIM_CLOCK
+
+    got = {s.name: s.value for fam in text_string_to_metric_families(metrics.render().decode()) for s in fam.samples}
+    return got["vllm:generation_tokens_total"], got[SIM_CLOCK]
+
+
+def test_a_host_stall_costs_simulated_time_not_tokens_per_simulated_second():
+    """The engine forgives a stall of its loop (a busy core) instead of jumping its clock: its clock gauge then
+    runs behind the wall clock, and tokens over that clock still give the model's rate, where tokens over the
+    wall clock read low. The fleet experiment's throughput is taken over this clock."""
+    import asyncio
+
+    from quantroute.sim import text
+    from quantroute.sim.engine import MAX_CATCH_UP_S, NodeEngine, Sequence, StepModel
+    from quantroute.sim.metrics import NodeMetrics
+
+    step_s, batch = 0.01, 4
+
+    async def go() -> tuple[float, float, float]:
+        metrics = NodeMetrics(model_name="m")
+        e = NodeEngine(model=StepModel(decode_step_s=lambda b, ctx: step_s, prefill_s=lambda n: 0.0,
+                                       kv_capacity_tokens=10**6),
+                       max_num_seqs=batch, time_scale=1.0, metrics=metrics)
+        runner = asyncio.create_task(e.run())
+        for _ in range(batch):
+            e.submit(Sequence(prompt_tokens=8, output=text.Output(["x"] * 10**5, "length")))
+        await asyncio.sleep(0.2)
+        (tok0, clk0), wall0 = _clock_and_tokens(metrics), time.monotonic()
+        for _ in range(3):
+            time.sleep(4 * MAX_CATCH_UP_S)  # the host stalls the engine's loop
+            await asyncio.sleep(0.1)
+        (tok1, clk1), wall1 = _clock_and_tokens(metrics), time.monotonic()
+        runner.cancel()
+        return tok1 - tok0, clk1 - clk0, wall1 - wall0
+
+    tokens, sim_s, wall_s = asyncio.run(go())
+    model_rate = batch / step_s
+    assert sim_s < 0.6 * wall_s  # most of the three stalls was forgiven, not simulated
+    assert tokens / sim_s == pytest.approx(model_rate, rel=0.1)
+    assert tokens / wall_s < 0.7 * model_rate
