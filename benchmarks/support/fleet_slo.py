@@ -1,6 +1,6 @@
 """Capacity under several SLOs from one staircase (pure): a staircase records every step's throughput and latency
-percentiles, so the capacity under a latency SLO is the best step before the first one that breaks it, without
-climbing again for each SLO.
+percentiles, so the capacity under a latency SLO comes from the steps before the first one that breaks it (and
+the crossing into that one), without climbing again for each SLO.
 
 Latency-bound SLOs (p95 TPOT, p95 TTFT) favour the tier that is fast at small batches; the throughput-bound one
 (`THROUGHPUT`: no latency limit beyond the staircase's own ceiling) is where the fleet's batch capacity decides.
@@ -51,10 +51,36 @@ def capacity_under(result: CapacityResult, slo: LatencySlo) -> StepResult | None
     return best
 
 
+def _limits(slo: LatencySlo, step: StepResult) -> list[tuple[float, float | None]]:
+    return [(lim, val) for lim, val in ((slo.tpot_p95_ms, step.tpot_p95_ms), (slo.ttft_p95_ms, step.ttft_p95_ms))
+            if lim is not None]
+
+
+def capacity_at(result: CapacityResult, slo: LatencySlo) -> float:
+    """Output tok/s at `slo`: the best step that held, or, where the step after the last one that held broke only
+    the latency limit and served more, the point between the two where the p95 crosses the limit (linear in
+    both). A staircase's steps are a factor apart, so the best held step alone reads up to that factor low, by
+    where the steps happen to fall. 0 when even the first step breaks it."""
+    best = capacity_under(result, slo)
+    if best is None:
+        return 0.0
+    limit = result.slo.max_error_rate
+    for i, st in enumerate(result.steps):
+        if st.requests == 0 or st.errors / st.requests > limit:
+            return best.output_tok_s
+        if slo.breaks(st):
+            if i == 0:
+                return best.output_tok_s
+            held = result.steps[i - 1]
+            if st.output_tok_s <= held.output_tok_s:
+                return best.output_tok_s
+            f = min(((lim - h) / (b - h) for (lim, b), (_, h) in zip(_limits(slo, st), _limits(slo, held))
+                     if b is not None and h is not None and b > lim), default=0.0)
+            return max(best.output_tok_s, held.output_tok_s + max(0.0, min(1.0, f)) * (st.output_tok_s
+                                                                                        - held.output_tok_s))
+    return best.output_tok_s
+
+
 def capacities(result: CapacityResult, slos: Sequence[LatencySlo] = SLOS) -> dict[str, float]:
-    """SLO name -> capacity in output tok/s (0 when even the first step breaks it)."""
-    out = {}
-    for slo in slos:
-        st = capacity_under(result, slo)
-        out[slo.name] = st.output_tok_s if st is not None else 0.0
-    return out
+    """SLO name -> capacity in output tok/s at that SLO (`capacity_at`)."""
+    return {slo.name: capacity_at(result, slo) for slo in slos}

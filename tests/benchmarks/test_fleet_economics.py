@@ -115,8 +115,13 @@ def test_capacity_under_each_slo_is_the_best_step_before_the_first_breach():
                                              sensitive_on_int4_pinned=0, sensitive_on_int4_unpinned=0))
     caps = capacities(r)
     assert list(caps) == [s.name for s in SLOS]
-    assert caps == {"TPOT p95 <= 30 ms": 100, "TPOT p95 <= 50 ms": 180, "TPOT p95 <= 100 ms": 260,
-                    "TTFT p95 <= 0.5 s": 180, "TTFT p95 <= 1 s": 180, "throughput-bound": 260}  # 5 % errors at 128
+    assert caps == {
+        "TPOT p95 <= 30 ms": 140,  # 20 ms at 100 tok/s, 40 at 180: 30 ms half-way
+        "TPOT p95 <= 50 ms": 180,  # crossing at 170 + 5/45 x 90 = 180, the best held step
+        "TPOT p95 <= 100 ms": 260,  # the step after breaks the error limit: no crossing to take
+        "TTFT p95 <= 0.5 s": 180,  # the breaking step served less: the best held step
+        "TTFT p95 <= 1 s": pytest.approx(170 + 400 / 900 * 90),
+        "throughput-bound": 260}  # 5 % errors at 128
     assert capacity_under(r, LatencySlo(name="none met", tpot_p95_ms=10)) is None
     assert capacity_under(r, THROUGHPUT).concurrency == 64
 
