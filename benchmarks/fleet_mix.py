@@ -47,7 +47,7 @@ from quantroute.tune import NodeModel, Tuner, TuneRequest, tuned_policy
 from support import fleet_arms as arms
 from support.fleet_capacity import CapacityResult, Ladder, run_capacity
 from support.fleet_mixes import multi_turn, tolerant_mix, tolerant_share
-from support.fleet_report import write_report
+from support.fleet_report import load_report, write_report
 from support.fleet_slo import SLOS, TTFT_REFERENCE, capacities
 
 REPO = Path(__file__).resolve().parent.parent
@@ -263,7 +263,16 @@ def main() -> None:
     ap.add_argument("--db", default=None, help="database with the eval runs (default: a temporary SQLite file, "
                     "filled by running the paired eval on the simulator)")
     ap.add_argument("--out", type=Path, default=REPO / "docs/experiments")
+    ap.add_argument("--render", type=Path, default=None, metavar="JSON",
+                    help="write the page again from a run's fleet-mix.json into --out (runs nothing)")
     args = ap.parse_args()
+    if args.render is not None:
+        if not args.render.is_file():
+            ap.error(f"--render: {args.render} is not a file; give a run's fleet-mix.json")
+        mixed = with_model(load_traffic(REPO / "data/traffic/mixed.jsonl"), MODEL)
+        out, elapsed = load_report(args.render, labels=dict(LABELS), headline_share=tolerant_share(mixed))
+        print(write_report(out, Path(args.out), elapsed).read_text())
+        return
     args.argv = " ".join(sys.argv[1:])
     if args.repeats < 1:
         ap.error(f"--repeats: {args.repeats} is not a number of runs >= 1")

@@ -143,7 +143,8 @@ def tuned_table(out: dict) -> str:
     rows = ["| policy | SLOs | predicted tok/s (default policy) | requests on INT4 | expected loss, all / worst (pts) "
             "| thresholds | rule weights changed |", "|---|---|---:|---:|---|---|---|"]
     for name, t in out.get("tuned", {}).items():
-        r, pol = t["result"], t["policy"]
+        r = t["result"]
+        spill_ms = t["policy"].spill.tpot_p95_ms if t.get("policy") is not None else t.get("spill_ms")
         b, base_rules = r.best, r.active.weights
         th = ", ".join(f"{x.tier.value} >= {x.min_score:g}" for x in b.thresholds)
         changed = ", ".join(f"{n} {base_rules.get(n, 0):g} -> {w:g}" for n, w in b.weights.items()
@@ -151,7 +152,7 @@ def tuned_table(out: dict) -> str:
         rows.append(f"| {out['labels'][name].split(' ')[0]} | {', '.join(t['slos'])} | {b.capacity_tok_s:,.0f} "
                     f"({r.active.capacity_tok_s:,.0f}) | {b.tier_share.get('int4', 0):.0%} | "
                     f"{b.quality.overall_pts:.2f} / {b.quality.worst_pts:.2f} ({b.quality.worst_category or '-'}) | "
-                    f"{th} | {changed}; spill at {pol.spill.tpot_p95_ms or '-'} ms TPOT |")
+                    f"{th} | {changed}; spill at {spill_ms or '-'} ms TPOT |")
     return "\n".join(rows)
 
 
@@ -253,6 +254,60 @@ def seed_note(out: dict) -> str:
     return " ".join(notes)
 
 
+def _median_cap(runs: list[CapacityResult], slo: str) -> float:
+    return statistics.median(caps_by_slo(runs)[slo]) if runs else 0.0
+
+
+def reading_notes(out: dict) -> str:
+    """What limits the figures of this run, from its own data: where every arm flattens at the same rate (the
+    machine, not the fleet), how much of (b')'s traffic its floors keep on FP16 against what the precision-blind
+    arm put there, and what the pins of spilled sessions cost."""
+    arms, labels = out["arms"], out["labels"]
+    tag = {k: labels[k].split(" ")[0] for k in arms}
+    notes = []
+    # arms whose climbs mostly flattened (a plateau, or the ladder's top) rather than stopping on errors
+    flat = {k: runs for k, runs in arms.items() if runs and k != "e"
+            and sum("error rate" not in (r.stop_reason or "") for r in runs) * 2 > len(runs)}
+    tops = {k: _median_cap(runs, "throughput-bound") for k, runs in flat.items()}
+    below = [slo.name for slo in SLOS if tops and max(_median_cap(runs, slo.name) for runs in flat.values())
+             < 0.85 * min(tops.values())]
+    if len(tops) > 1 and max(tops.values()) > 0 and min(tops.values()) / max(tops.values()) >= 0.85:
+        notes.append(
+            f"- **The machine's ceiling.** The climbs of {', '.join(tag[k] for k in tops)} flattened between "
+            f"{min(tops.values()):,.0f} and {max(tops.values()):,.0f} output tok/s (throughput-bound medians), eight "
+            "FP16 nodes as well as 4+4: "
+            "there the clients, the router and eight simulated nodes on two cores set the rate, not the fleet. The "
+            "columns whose capacities sit at that level compare the machine, not the arms"
+            + (f"; {', '.join(below)} sit below it and tell the arms apart." if below else "."))
+    if "b'" in arms and "d" in arms and arms["b'"] and arms["d"]:
+        need = statistics.median(r.needed_fp16_share for r in arms["b'"])
+        blind = [r.capacity.tier_share.get("fp16", 0.0) for r in arms["d"] if r.capacity is not None]
+        if blind and need > 0:
+            share = statistics.median(blind)
+            notes.append(
+                f"- **(b')'s floors.** The default policy's floors keep {need:.0%} of the requests on FP16 (its "
+                f"int8 band has no int8 node here, so it goes up); the precision-blind arm (d) put {share:.0%} "
+                f"there at its capacity step. So (b')'s FP16 nodes carry what (d)'s carried at its capacity once "
+                f"(b') serves {min(1.0, share / need):.0%} of (d)'s load, whatever the spill does (spill only moves "
+                "traffic up); only a policy that allows more traffic on INT4 (the tuner's, within its quality "
+                "budget) can close that gap.")
+    if "b" in arms and "b'" in arms and arms["b"] and arms["b'"]:
+        def waits(k: str) -> tuple[float, float, int]:
+            rs = arms[k]
+            return (statistics.median(r.pinned_waits for r in rs), statistics.median(r.pinned_503 for r in rs),
+                    sum("error rate" in (r.stop_reason or "") for r in rs))
+        spilled = "b'"
+        wb, wb2 = waits("b"), waits(spilled)
+        if wb2[0] > wb[0]:
+            notes.append(
+                f"- **Spill and pins.** A spilled first turn pins its session to the tier it got, so FP16 also "
+                f"carries that session's later turns. (b') had {wb2[0]:,.0f} pinned turns wait for a node (median "
+                f"per run; {wb2[1]:,.0f} got a 503) against {wb[0]:,.0f} ({wb[1]:,.0f}) for {tag['b']}, and "
+                f"{wb2[2]} of its {len(arms[spilled])} climbs stopped on the error limit against {wb[2]} "
+                f"of {len(arms['b'])}.")
+    return "\n".join(notes)
+
+
 def sim_share_note(out: dict) -> str:
     """How much of the wall clock the simulated nodes kept up with at each arm's capacity step."""
     shares = [r.capacity.sim_share for runs in out["arms"].values() for r in runs
@@ -333,6 +388,10 @@ ceiling (d), and (b') to the best arm of each column:
 
 {seed_note(out)}
 
+What limits these figures:
+
+{reading_notes(out)}
+
 Labelled-sensitive requests (the traffic file's `sensitive` class) served on INT4, over all runs of each arm:
 
 {floor_table(out)}
@@ -390,9 +449,31 @@ capacity at p95 TTFT <= 1 s.
     data = {"params": p, "elapsed_s": elapsed_s, "deltas": deltas.model_dump(mode="json"),
             "arms": {k: [r.model_dump(mode="json") for r in runs] for k, runs in out["arms"].items()},
             "quality": {k: q.model_dump() for k, q in qc.items()},
-            "tuned": {k: {"slos": t["slos"], "result": t["result"].model_dump(mode="json")}
+            "tuned": {k: {"slos": t["slos"], "result": t["result"].model_dump(mode="json"),
+                          "spill_ms": t["policy"].spill.tpot_p95_ms if t.get("policy") is not None
+                          else t.get("spill_ms")}
                       for k, t in out.get("tuned", {}).items()},
+            "labels": out["labels"], "headline_share": out.get("headline_share"),
             "affinity": {m: [r.model_dump(mode="json") for r in rs] for m, rs in (aff or {}).items()},
             "sweep": [{**r} for r in rows], "hardware": out["hardware"]}
     (out_dir / "fleet-mix.json").write_text(json.dumps(data, indent=1, default=str))
     return path
+
+
+def load_report(path: Path, *, labels: dict[str, str], headline_share: float) -> tuple[dict, float]:
+    """The `out` a run's fleet-mix.json was written from (and its elapsed seconds), to render its page again;
+    `labels` and `headline_share` stand in where an older file lacks them. Sweep and affinity runs are kept as
+    their rendered rows only, so a re-rendered page leaves them out."""
+    from quantroute.quality_cost import TierDeltas
+    from quantroute.tune import TuneResult
+
+    data = json.loads(path.read_text())
+    out = {"params": data["params"], "deltas": TierDeltas.model_validate(data["deltas"]),
+           "arms": {k: [CapacityResult.model_validate(r) for r in runs] for k, runs in data["arms"].items()},
+           "tuned": {k: {"slos": t["slos"], "result": TuneResult.model_validate(t["result"]),
+                         "spill_ms": t.get("spill_ms")} for k, t in data.get("tuned", {}).items()},
+           "labels": {**labels, **data.get("labels", {})}, "headline_share": data.get("headline_share") or
+           headline_share, "hardware": data["hardware"], "sweep": {}}
+    for k in out["tuned"]:
+        out["labels"].setdefault(k, labels.get("c'", k))
+    return out, float(data["elapsed_s"])
