@@ -50,10 +50,18 @@ def test_int4_losing_most_outside_math_and_structured_is_named(gap):
     assert any("int4 moves chat -12.0 points" in m for m in missed)
 
 
-def test_int8_losing_a_point_or_failing_the_gate_is_named(gap):
+def test_int8_losing_a_point_or_a_category_significantly_is_named(gap):
     missed = gap.targets(run(False, **{**GOOD_INT8, "overall": (-0.015, 0.1)}), run(False, **GOOD_INT4))
-    assert any("int8 moves the overall pass rate -1.5 points" in m for m in missed)
-    assert any("the gate fails int8" in m for m in missed)
+    assert missed == ["int8 moves the overall pass rate -1.5 points; the target is within 1 point"]
+    missed = gap.targets(run(False, **{**GOOD_INT8, "math": (-0.05, 0.02)}), run(False, **GOOD_INT4))
+    assert missed == ["int8 loses math significantly: -5.0 points (p=0.02)"]
+
+
+def test_a_gate_that_fails_int8_on_a_loss_within_noise_is_not_a_miss(gap):
+    """3 of 120 answers lost (2.5 points, McNemar p = 0.25) fail the 2-point gate, as vLLM's W8A8 kernels did on an
+    AVX2 host: int8 still shows no significant loss, which is what the real tiers are there to show."""
+    noise = run(False, **{**GOOD_INT8, "overall": (-0.006, 0.25), "math": (-0.025, 0.25)})
+    assert gap.targets(noise, run(False, **GOOD_INT4)) == []
 
 
 def test_a_gate_that_passes_int4_is_named(gap):
