@@ -10,8 +10,10 @@ its recent TTFT over the SLO's TTFT; past the knee whenever requests queue insid
 Within a tier the node is picked as before (`select.pick_node`: the lighter of two random nodes with room). Then:
 - the cheapest tier with room, below its knee: served there;
 - at its knee: the first tier above whose picked node is below its knee takes it ("spilled up: int4 at its knee");
-- every tier at its knee: the node with the least pressure ("... past its knee, fp16 less loaded"), so the
-  fleet's latency rises evenly instead of one tier's;
+- every tier at its knee: the cheapest tier keeps it. A higher tier past its knee has no headroom to lend: its
+  room is what the requests that may only run there (their floor) wait for, so moving tolerant traffic into it
+  makes them queue (measured in docs/experiments/fleet-mix.md: more waits at the router and 503s, not more
+  capacity);
 - no room on the cheapest tier: the next one with room, as escalation always did ("escalated: int4 full")."""
 
 from __future__ import annotations
@@ -113,20 +115,10 @@ def choose(names: Sequence[object], tiers: Sequence[Sequence[N]], target: Target
     reason = f"escalated: {_name(names[0])} full" if full else None
     if target is None or first == len(tiers) - 1:  # no spill, or no tier above to spill to
         return Choice(node, first, reason, full)
-    p = pressure(node, target)
-    if p < KNEE:
+    if pressure(node, target) < KNEE:
         return Choice(node, first, reason, full)
-    best, best_i, best_p = node, first, p
     for j in range(first + 1, len(tiers)):
         up = pick_node(tiers[j], exclude=exclude, rng=rng)
-        if up is None:
-            continue
-        q = pressure(up, target)
-        if q < KNEE:
+        if up is not None and pressure(up, target) < KNEE:
             return Choice(up, j, f"spilled up: {_name(names[first])} at its knee", full)
-        if q < best_p:
-            best, best_i, best_p = up, j, q
-    if best_i == first:
-        return Choice(node, first, reason, full)
-    return Choice(best, best_i, f"spilled up: {_name(names[first])} past its knee, {_name(names[best_i])} "
-                  "less loaded", full)
+    return Choice(node, first, reason, full)

@@ -58,12 +58,13 @@ def test_spill_takes_the_cheapest_tier_above_with_headroom():
     assert (c.node.key, c.reason) == ("i8", "spilled up: int4 at its knee")
 
 
-def test_every_tier_at_its_knee_the_least_pressed_node_takes_it():
-    tiers = [[node("i4", Tier.int4, inflight=7)], [node("f16", Tier.fp16, inflight=5)]]
-    c = pick(tiers)
-    assert (c.node.key, c.reason) == ("f16", "spilled up: int4 past its knee, fp16 less loaded")
-    tiers = [[node("i4", Tier.int4, inflight=5)], [node("f16", Tier.fp16, inflight=7)]]
-    assert pick(tiers).node.key == "i4" and pick(tiers).reason is None  # the cheap tier is the less pressed one
+def test_every_tier_at_its_knee_the_cheapest_keeps_it():
+    """A higher tier past its knee has no headroom to lend: its room is what its floor-bound traffic waits for,
+    so a tolerant request stays on its cheapest tier even when that one is the more pressed."""
+    for inflight in (5, 7):
+        tiers = [[node("i4", Tier.int4, inflight=7)], [node("f16", Tier.fp16, inflight=inflight)]]
+        c = pick(tiers)
+        assert (c.node.key, c.at, c.reason) == ("i4", 0, None)
 
 
 def test_never_down_a_request_allowed_only_high_tiers_never_sees_a_lower_one():
