@@ -74,7 +74,7 @@ def gains_table(out: dict) -> str:
     arms, labels = out["arms"], out["labels"]
     rows = ["| arm | " + " | ".join(s.name for s in SLOS) + " |", "|---|" + "---:|" * len(SLOS)]
     for key, runs in arms.items():
-        if key == "a":
+        if key == "a" or "a" not in arms:  # a run without the baseline has no gains to pair
             continue
         rows.append(f"| {labels[key]} vs (a) | "
                     + " | ".join(_pct_spread(paired_gains(runs, arms["a"], s.name)) for s in SLOS) + " |")
@@ -345,7 +345,9 @@ against eight FP16 nodes. Two changes:
 - **SLO-aware spill** (arm (b'), the default policy as shipped): an unpinned request whose cheapest allowed tier is
   at its knee (its next request would run slower than the policy's `spill` SLO, judged from the capacity model's
   decode step at the node's batch, scaled by the TPOT the router observed on it, and from its queue and KV use) goes
-  **up** to a tier whose nodes have headroom; never down; pinned sessions keep their tier (docs/guides/tiering.md).
+  **up** to a tier whose nodes have headroom; never down; when every tier is past its knee the cheapest keeps it
+  (a busy higher tier's room is what its floor-bound requests wait for); pinned sessions keep their tier
+  (docs/guides/tiering.md).
 - **`quantroute policy tune`** (arm (c')): the thresholds and rule weights with the most predicted capacity at a
   named SLO whose expected quality loss (eval deltas per category x the traffic each category sends below FP16,
   pins kept) stays within **{p['quality_budget']:g} points over all traffic and {p['category_budget']:g} in any category**, and that
