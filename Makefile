@@ -1,7 +1,8 @@
 # Every target sets up its own .venv from pyproject.toml (re-installed when pyproject changes).
 PY ?= python3
-# What docs/experiments/fleet-mix.md was made with (~46 min on a quiet 2-core machine): three runs of each arm,
-# of each affinity mode and of each sweep point, so the report shows how far a capacity moves from run to run
+# The whole experiment (~46 min on a quiet 2-core machine): three runs of each arm, of each affinity mode and of
+# each sweep point, so the report shows how far a capacity moves from run to run. The page in docs/experiments
+# names the arguments of the run it shows (its headline arms alone: 26 min).
 EXPERIMENT_ARGS ?= --repeats 3 --sweep-repeats 3 --shares 0,0.25,0.75,1 --start 48 --factor 1.35 --max-steps 11 \
 	--windows 2 --window 3 --affinity-repeats 3
 VENV := .venv
