@@ -85,7 +85,8 @@ def test_a_run_waits_for_the_nodes_to_finish_what_an_earlier_run_left_running():
     """Requests whose clients are still connected keep generating after a staircase's drain; until they finish,
     settle() reports them, and it returns 0 once the nodes are idle."""
     from quantroute.loadtest.stack import fleet_stack
-    from support.fleet_capacity import climb, nodes_busy, settle
+    from support.fleet_capacity import climb
+    from support.fleet_scrape import nodes_busy, settle
 
     async def go(stack) -> tuple[int, int, int]:
         body = {"model": "llama-13b", "max_tokens": 400, "temperature": 0.9, "ignore_eos": True,

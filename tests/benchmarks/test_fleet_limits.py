@@ -1,10 +1,10 @@
-"""What the fleet experiment's page says limits its figures, read from the runs themselves (pure: no fleet)."""
+"""support.fleet_limits: what the fleet experiment's page says limits its figures, read from its runs (pure)."""
 
 from __future__ import annotations
 
 from quantroute.loadtest.stats import Slo
 from support.fleet_capacity import CapacityResult, Invariants, StepResult
-from support.fleet_report import reading_notes
+from support.fleet_limits import reading_notes
 
 LABELS = {"a": "(a) 8 FP16", "b": "(b) 4+4 tiered", "b'": "(b') 4+4 spill", "d": "(d) 4+4 blind"}
 
