@@ -68,7 +68,8 @@ def fleet_metadata(fleet: RealFleet) -> tuple[dict[str, list[str]], dict[str, di
 def write_policies(runtime: Path, fleet: RealFleet) -> Path:
     tiers, meta = fleet_metadata(fleet)
     base = yaml.safe_load((REPO / "policies/policy-0001.yaml").read_text())
-    data = fleet_policy(base, model=fleet.model, tiers=tiers, deployments=meta, message="real fleet on CPU")
+    data = fleet_policy(base, model=fleet.model, tiers=tiers, deployments=meta, message="real fleet on CPU",
+                        spill=False)  # every node runs on this host's cores
     shadow = gap.shadow_config([t["name"] for t in data["tiers"]])
     if shadow:
         data["shadow"] = shadow

@@ -15,9 +15,11 @@ TIER_ORDER = ("fp16", "fp8", "int8", "int4")
 
 def fleet_policy(base: dict[str, Any], *, model: str, tiers: dict[str, list[str]],
                  deployments: dict[str, dict[str, Any]], canary: dict[str, Any] | None = None,
-                 message: str = "real fleet") -> dict[str, Any]:
+                 message: str = "real fleet", spill: bool = True) -> dict[str, Any]:
     """`base` (e.g. policies/policy-0001.yaml as loaded) with `tiers` (tier -> deployment ids of `model`),
-    `deployments` (id -> DeploymentMeta fields) and at most one canary of `model` (None: no canary)."""
+    `deployments` (id -> DeploymentMeta fields) and at most one canary of `model` (None: no canary).
+    `spill` False turns SLO-aware spill off: for nodes that share one host's cores, where another tier's node
+    has no headroom of its own and spill would only make the tier a request gets follow the host's load."""
     data = copy.deepcopy(base)
     costs = {t["name"]: t.get("cost") for t in data.get("tiers", [])}
     data["tiers"] = [{"name": t, "deployments": {model: list(tiers[t])}, **({"cost": costs[t]} if costs.get(t) else {})}
@@ -32,6 +34,8 @@ def fleet_policy(base: dict[str, Any], *, model: str, tiers: dict[str, list[str]
     if escalation.get("max_tier") and escalation["max_tier"] not in present:
         escalation["max_tier"] = present[0]  # the most faithful tier the fleet has
     data["canaries"] = [canary] if canary else []
+    if not spill:
+        data["spill"] = {**(data.get("spill") or {}), "enabled": False}
     data.update(version=1, parent=None, message=message)
     validate_data(data, source="fleet policy")
     return data

@@ -37,3 +37,10 @@ def test_without_int8_score_zero_stays_on_fp16():
 def test_a_fleet_below_every_threshold_is_refused():
     with pytest.raises(ValueError, match="meet none of the policy's thresholds"):
         fleet_policy(BASE, model="m", tiers={"int4": ["b"]}, deployments={"b": META})
+
+
+def test_spill_stays_as_the_base_says_unless_turned_off():
+    tiers, deployments = {"fp16": ["a"], "int4": ["b"]}, {d: META for d in "ab"}
+    assert "spill" not in fleet_policy(BASE, model="m", tiers=tiers, deployments=deployments)
+    data = fleet_policy(BASE, model="m", tiers=tiers, deployments=deployments, spill=False)
+    assert data["spill"] == {"enabled": False}
