@@ -6,12 +6,7 @@ from __future__ import annotations
 
 import statistics
 
-from support.fleet_capacity import CapacityResult
-from support.fleet_slo import SLOS, capacities
-
-
-def _median_cap(runs: list[CapacityResult], slo: str) -> float:
-    return statistics.median(capacities(r)[slo] for r in runs) if runs else 0.0
+from support.fleet_slo import SLOS, median_capacity
 
 
 def reading_notes(out: dict) -> str:
@@ -24,8 +19,8 @@ def reading_notes(out: dict) -> str:
     # arms whose climbs mostly flattened (a plateau, or the ladder's top) rather than stopping on errors
     flat = {k: runs for k, runs in arms.items() if runs and k != "e"
             and sum("error rate" not in (r.stop_reason or "") for r in runs) * 2 > len(runs)}
-    tops = {k: _median_cap(runs, "throughput-bound") for k, runs in flat.items()}
-    below = [slo.name for slo in SLOS if tops and max(_median_cap(runs, slo.name) for runs in flat.values())
+    tops = {k: median_capacity(runs, "throughput-bound") for k, runs in flat.items()}
+    below = [slo.name for slo in SLOS if tops and max(median_capacity(runs, slo.name) for runs in flat.values())
              < 0.85 * min(tops.values())]
     if len(tops) > 1 and max(tops.values()) > 0 and min(tops.values()) / max(tops.values()) >= 0.85:
         notes.append(
@@ -48,19 +43,18 @@ def reading_notes(out: dict) -> str:
                 "traffic up); only a policy that allows more traffic on INT4 (the tuner's, within its quality "
                 "budget) can close that gap.")
     if "b" in arms and "b'" in arms and arms["b"] and arms["b'"]:
-        def waits(k: str) -> tuple[float, float, int]:
+        def waits(k: str) -> tuple[float, float, int, int]:
+            """Median pinned waits and pinned 503s per run, climbs stopped on errors, runs."""
             rs = arms[k]
             return (statistics.median(r.pinned_waits for r in rs), statistics.median(r.pinned_503 for r in rs),
-                    sum("error rate" in (r.stop_reason or "") for r in rs))
-        spilled = "b'"
-        wb, wb2 = waits("b"), waits(spilled)
+                    sum("error rate" in (r.stop_reason or "") for r in rs), len(rs))
+        wb, wb2 = waits("b"), waits("b'")
         if wb2[0] > wb[0]:
             notes.append(
                 f"- **Spill and pins.** A spilled first turn pins its session to the tier it got, so FP16 also "
                 f"carries that session's later turns. (b') had {wb2[0]:,.0f} pinned turns wait for a node (median "
                 f"per run; {wb2[1]:,.0f} got a 503) against {wb[0]:,.0f} ({wb[1]:,.0f}) for {tag['b']}, and "
-                f"{wb2[2]} of its {len(arms[spilled])} climbs stopped on the error limit against {wb[2]} "
-                f"of {len(arms['b'])}.")
+                f"{wb2[2]} of its {wb2[3]} climbs stopped on the error limit against {wb[2]} of {wb[3]}.")
     return "\n".join(notes)
 
 

@@ -14,7 +14,7 @@ from quantroute.quality_cost import QualityCost, quality_cost
 from quantroute.tiers import Tier
 from support.fleet_capacity import CapacityResult
 from support.fleet_limits import reading_notes, sim_share_note
-from support.fleet_slo import SLOS, TTFT_REFERENCE, capacities
+from support.fleet_slo import SLOS, TTFT_REFERENCE, capacities, median_capacity
 
 SEED_GAIN = 0.35  # seed 000's reported gain of tiered routing on real A100s
 
@@ -88,7 +88,7 @@ def gains_table(out: dict) -> str:
         for s in SLOS:
             best, share = best_arm(out, s.name), None
             if best is not None:
-                share = statistics.median(caps_by_slo(arms["b'"])[s.name]) / best[1] if best[1] else None
+                share = median_capacity(arms["b'"], s.name) / best[1] if best[1] else None
             cells.append(f"{share:.0%} of {best[0]}" if share is not None and best is not None else "-")
         rows.append("| (b') as a share of the best arm (medians) | " + " | ".join(cells) + " |")
     return "\n".join(rows)
@@ -96,7 +96,7 @@ def gains_table(out: dict) -> str:
 
 def best_arm(out: dict, slo: str) -> tuple[str, float] | None:
     """The arm (other than the reference (e)) with the highest median capacity under `slo`."""
-    meds = {k: statistics.median(caps_by_slo(runs)[slo]) for k, runs in out["arms"].items() if runs and k != "e"}
+    meds = {k: median_capacity(runs, slo) for k, runs in out["arms"].items() if runs and k != "e"}
     if not meds:
         return None
     key = max(meds, key=lambda k: meds[k])

@@ -8,6 +8,7 @@ Latency-bound SLOs (p95 TPOT, p95 TTFT) favour the tier that is fast at small ba
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 
 from pydantic import BaseModel
@@ -84,3 +85,9 @@ def capacity_at(result: CapacityResult, slo: LatencySlo) -> float:
 def capacities(result: CapacityResult, slos: Sequence[LatencySlo] = SLOS) -> dict[str, float]:
     """SLO name -> capacity in output tok/s at that SLO (`capacity_at`)."""
     return {slo.name: capacity_at(result, slo) for slo in slos}
+
+
+def median_capacity(runs: Sequence[CapacityResult], slo: str) -> float:
+    """An arm's median capacity under the SLO named `slo` over its runs (0 without runs)."""
+    by_name = {s.name: s for s in SLOS}
+    return statistics.median(capacity_at(r, by_name[slo]) for r in runs) if runs else 0.0
