@@ -25,9 +25,10 @@ def _since(window_s: float, now: datetime | None = None) -> datetime:
 
 
 def _bucket_expr(engine: Engine, bucket_s: int) -> str:
-    # Integer epoch bucket of ts. SQLite stores ts as ISO text (UTC); PostgreSQL as timestamptz.
+    # Integer epoch bucket of ts. SQLite stores ts as ISO text (UTC); PostgreSQL as timestamptz. The fraction
+    # is cut off before SQLite parses it: its date functions round to the millisecond (59.9995 s -> next minute).
     if engine.dialect.name == "sqlite":
-        return f"(CAST(strftime('%s', ts) AS INTEGER) / {int(bucket_s)}) * {int(bucket_s)}"
+        return f"(CAST(strftime('%s', substr(ts, 1, 19)) AS INTEGER) / {int(bucket_s)}) * {int(bucket_s)}"
     return f"(FLOOR(EXTRACT(EPOCH FROM ts) / {int(bucket_s)}) * {int(bucket_s)})::bigint"
 
 

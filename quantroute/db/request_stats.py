@@ -113,8 +113,10 @@ def upsert_minute_stats(*, conn: Connection, stats: list[dict[str, Any]], statem
 
 
 def _minute_sql(dialect_name: str) -> str:
-    if dialect_name == "sqlite":  # ts is stored as naive-UTC ISO text; %s drops the fraction, like epoch_minute
-        return "CAST(strftime('%s', ts) AS INTEGER) / 60 * 60"
+    if dialect_name == "sqlite":
+        # ts is stored as naive-UTC ISO text. The fraction is cut off before parsing: SQLite's date functions
+        # round to the millisecond, which would put xx:59.9995 in the next minute, unlike epoch_minute.
+        return "CAST(strftime('%s', substr(ts, 1, 19)) AS INTEGER) / 60 * 60"
     return "(FLOOR(EXTRACT(EPOCH FROM ts) / 60) * 60)::bigint"
 
 

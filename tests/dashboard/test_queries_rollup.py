@@ -47,6 +47,24 @@ def same(raw: pd.DataFrame, rolled: pd.DataFrame, keys: list[str]) -> None:
         assert a[c].dtype.kind == b[c].dtype.kind, c
 
 
+def test_rows_at_the_end_of_a_minute_are_bucketed_alike(engine):
+    """Rows at :59.9995 and later stay in their own minute on both paths (SQLite rounds to the millisecond)."""
+    now = utcnow().replace(second=30, microsecond=0)
+    writer = RequestLogWriter(engine, batch_size=50)
+    for i, us in enumerate([999_500, 999_800, 999_999, 10, 999_999, 500_000]):
+        ts = now - timedelta(minutes=40 + i) + timedelta(seconds=29, microseconds=us)  # :59.xxx of that minute
+        writer.add({"ts": ts, "request_id": f"edge{i}", "session_key": None, "model": "llama3-8b",
+                    "deployment": "dep-int4", "node": None, "tier": "int4", "arm": None, "policy_version": 1,
+                    "rules": [], "score": 0.0, "status": 200, "stream": False, "latency_ms": 10.0 + i,
+                    "ttft_ms": 1.0, "prompt_tokens": 5, "completion_tokens": 1, "retries": 0, "escalated": False,
+                    "error": None, "replay": None})
+    asyncio.run(writer.flush())
+    raw = queries.tier_timeseries(engine, window_s=3600, bucket_s=60, now=now, source="raw")
+    rolled = queries.tier_timeseries(engine, window_s=3600, bucket_s=60, now=now, source="rollup")
+    same(raw, rolled, ["bucket", "tier"])
+    assert len(raw) == 6  # six minutes, one row each
+
+
 @pytest.mark.parametrize("window_s,bucket_s", [(3600, 60), (3 * 3600 + 60, 300), (21600, 900), (5400, 120)])
 def test_tier_timeseries_same_from_either_path(logged, window_s, bucket_s):
     engine, now = logged

@@ -15,7 +15,8 @@ branch_labels = None
 depends_on = None
 
 # Frozen copy of the rollup's GROUP BY (quantroute.db.request_stats may change after this revision ships).
-_MINUTE = {"sqlite": "CAST(strftime('%s', ts) AS INTEGER) / 60 * 60",
+# SQLite's date functions round to the millisecond: the fraction is cut off first so xx:59.9995 stays in its minute.
+_MINUTE = {"sqlite": "CAST(strftime('%s', substr(ts, 1, 19)) AS INTEGER) / 60 * 60",
            "postgresql": "(FLOOR(EXTRACT(EPOCH FROM ts) / 60) * 60)::bigint"}
 _KEY = "model, COALESCE(tier, ''), COALESCE(deployment, ''), COALESCE(arm, '')"
 

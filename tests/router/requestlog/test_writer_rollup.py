@@ -93,6 +93,21 @@ def test_failed_batch_leaves_rollup_untouched(engine):
     assert_rollup_matches_log(engine)
 
 
+def test_rows_at_the_end_of_a_minute_stay_in_that_minute(engine):
+    """SQLite's date functions round to the millisecond: a row logged at :59.9997 must count in its own minute in
+    the rollup and in the GROUP BY alike."""
+    writer = RequestLogWriter(engine, batch_size=50)
+    start = utcnow().replace(second=0, microsecond=0) - timedelta(minutes=3)
+    rows = make_rows(6, seed=6)
+    for i, (r, us) in enumerate(zip(rows, [999_500, 999_700, 999_999, 0, 400, 999_499])):
+        r.update(ts=start + timedelta(minutes=i % 2, seconds=59, microseconds=us), model="m", tier="int4",
+                 deployment="d", arm=None)
+        writer.add(r)
+    asyncio.run(writer.flush())
+    assert writer.written == 6
+    assert assert_rollup_matches_log(engine) == 2  # two minutes, one key
+
+
 def test_minute_stats_aggregates_per_minute_and_key():
     now = utcnow().replace(second=30, microsecond=0)
     base = {"model": "m", "tier": "int4", "deployment": "d", "arm": None, "prompt_tokens": None}
