@@ -10,8 +10,8 @@ request log, metrics. Every router configuration is measured in three session mo
            its pin (benchmarks/support/sessions.py);
 - `chat`:  sessions of 2-8 turns with gaps of 2-120 s, many in flight, in their steady state (a fifth first turns).
 
-The returning and chat modes run on a shortened clock: the routers' touch interval is `--touch-interval` (5 s)
-instead of 30, and chat gaps shrink by the same factor, so a short run sees the refreshes production sees.
+The returning and chat modes run on a shortened clock: the routers' touch interval is `--touch-interval` (50 s)
+instead of 300, and chat gaps shrink by the same factor, so a short run sees the refreshes production sees.
 `--steady new|chat` instead runs one router per database for `--steady-seconds` (600) at c=32, at the default
 touch interval and real chat gaps, and prints every `--slice-seconds` (10) slice: req/s, latency, errors, the
 router's RSS and the SQLite WAL's size, then the slowest slice against the run's median.
@@ -310,9 +310,9 @@ def main() -> None:
     ap.add_argument("--workers", action="append", type=int, default=None, help="router processes; repeat [1, 2]")
     ap.add_argument("--sessions", action="append", choices=MODES, default=None,
                     help=f"session modes; repeat [{', '.join(MODES)}]")
-    ap.add_argument("--touch-interval", type=float, default=5.0,
+    ap.add_argument("--touch-interval", type=float, default=50.0,
                     help="the routers' pin touch interval in seconds; chat gaps shrink by its ratio to the default "
-                         f"{TOUCH_INTERVAL_S:g} s [5]")
+                         f"{TOUCH_INTERVAL_S:g} s [50]")
     ap.add_argument("--steady", choices=("none", "new", "chat"), default=None,
                     help="instead of the table: one router per --db (the first --workers count) for --steady-seconds "
                          "of this mode at c=32, at the default touch interval and real chat gaps, reported per slice")

@@ -23,9 +23,12 @@ from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
+from quantroute.router.settings import RouterSettings
+
 TURNS = (2, 8)  # turns a chat session has, uniform
 GAP_S = (2.0, 120.0)  # seconds between a session's turns, uniform, before `scale`
-TOUCH_INTERVAL_S = 30.0  # the router's default pin_touch_interval_s, which `scale` shrinks with the gaps
+# the router's default pin_touch_interval_s, which `scale` shrinks with the gaps
+TOUCH_INTERVAL_S: float = RouterSettings.model_fields["pin_touch_interval_s"].default
 TRACE_MODES = ("returning", "chat")  # session modes of router_overhead.py that come back, from a trace made here
 
 LUA_TRACE = """

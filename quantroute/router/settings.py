@@ -98,8 +98,9 @@ class RouterSettings(BaseSettings):
     log_buffer_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1024,
                                       description="Bound on buffered rows' bytes (bodies kept for replay count)")
 
-    pin_touch_interval_s: float = Field(default=30.0, gt=0,
-                                        description="A session pin's last_used is written at most this often")
+    pin_touch_interval_s: float = Field(
+        default=300.0, gt=0, description="A returning session's stored pin expiry is refreshed at most this often "
+        "(and at least every tenth of its TTL); stored pins outlive their TTL by up to this much")
     pin_cache_max: int = Field(default=200_000, ge=1, description="Session pins cached in memory; past it the "
                                "pins idle longest go first (a DB-backed pin is read back on its next turn): size it "
                                "for the sessions active at once")

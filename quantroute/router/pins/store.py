@@ -7,10 +7,13 @@ claim resolves with the pin in force: ours, or the one another replica stored fi
 follows before any byte of its response leaves (`Decider.settle`). A pin that cannot be stored fails its
 request: stickiness is never traded for availability. Without a database pins live in this process only.
 
-A returning turn is a hit. At most every `touch_interval_s` per pin it moves the pin to the back of the cache
-(the bound evicts the sessions idle longest) and queues a touch with the committer (the stored expiry follows
-the session's use; a node move is written with it), which goes out in a batch with other sessions' touches; its
-answer does not wait for it. The touch's stored row comes back: the cache takes another
+A returning turn is a hit. At most every `REORDER_S` it moves the pin to the back of the cache (the bound evicts
+the sessions idle longest), and at most every `touch_interval_s` per pin (and at least every tenth of its TTL) it
+queues a touch with the committer (the stored expiry follows the session's use; a node move is written at once),
+which goes out in a batch with other sessions' touches; its answer does not wait for it. A stored expiry is
+written one touch interval past the TTL, so it never falls before the session's true expiry between touches:
+another replica (or this one, after its cache let the pin go) finds the pin alive for at least the TTL after the
+session's last turn, and for at most one touch interval more. The touch's stored row comes back: the cache takes another
 replica's node move from it, and another replica's pin where the stored one had expired and was replaced.
 """
 
@@ -42,6 +45,10 @@ from quantroute.router.pins.committer import PinCommitter, Touched
 
 log = logging.getLogger(__name__)
 
+# A hit moves its pin to the back of the cache at most this often (and at least every touch interval), so the
+# bound evicts the sessions idle longest to within this, whatever the touch interval.
+REORDER_S = 30.0
+
 
 @dataclass(slots=True)
 class Pin:
@@ -53,8 +60,7 @@ class Pin:
     policy_version: int | None
     created_at: datetime
     expires: float  # monotonic deadline
-    # monotonic time of the last refresh: of the stored expiry (with a DB) and of the pin's place in the cache
-    touched: float
+    touched: float  # monotonic time the stored expiry was last refreshed (queued)
     served_deployment: str | None = None  # preferred within the tier (see SessionPin)
     node: str | None = None  # the node that served the last turn (SessionPin.last_node; node affinity)
     # Set while the claim that created this pin is being committed: resolves with the pin in force or fails
@@ -65,13 +71,14 @@ class Pin:
     claim_row: dict | None = None
     node_unsaved: bool = False  # this replica moved the session's node and no touch has taken the move yet
     ttl_s: float = 0.0  # the TTL of the last turn's lookup (a node move's touch refreshes with it)
+    moved: float = 0.0  # monotonic time the pin last went to the back of the cache
 
     @classmethod
     def from_row(cls, row: SessionPin) -> Pin:
         now_m, now = time.monotonic(), utcnow()
         return cls(row.session_key, row.model, row.tier, row.arm, row.deployment, row.policy_version,
                    row.created_at, now_m + (row.expires_at - now).total_seconds(), now_m, row.served_deployment,
-                   row.last_node)
+                   row.last_node, moved=now_m)
 
     def view(self) -> dict:
         return {"session_key": self.session_key, "model": self.model, "tier": self.tier, "arm": self.arm,
@@ -82,7 +89,7 @@ class Pin:
 
 
 class PinStore:
-    def __init__(self, engine: Engine | None, *, touch_interval_s: float = 30.0,
+    def __init__(self, engine: Engine | None, *, touch_interval_s: float = 300.0,
                  committer: PinCommitter | None = None, max_cached: int = 200_000) -> None:
         self.engine = engine
         self.committer = committer
@@ -97,6 +104,11 @@ class PinStore:
         if committer is not None:
             committer.on_touched = self._touched
 
+    def interval(self, ttl_s: float) -> float:
+        """How long a pin's stored expiry may go unrefreshed: `touch_interval_s`, or a tenth of a short TTL (whose
+        sessions would otherwise outlive it by a whole touch interval)."""
+        return min(self.touch_interval_s, ttl_s * 0.1)
+
     def get(self, key: str, ttl_s: int) -> Pin | None:
         """The cached pin (also one whose claim is still being committed here); None on a miss, which the caller
         answers with `claim`: that one statement reads the pin another replica may hold and creates ours."""
@@ -109,14 +121,14 @@ class PinStore:
         if pin.expires > now:
             pin.expires = now + ttl_s
             pin.ttl_s = ttl_s
-            if now - pin.touched > self.touch_interval_s:
+            interval = self.interval(ttl_s)
+            if now - pin.moved > min(interval, REORDER_S):
                 # To the back: the bound evicts the sessions idle longest, not the ones that started first (a
                 # chat that outlives the cache's turnover would miss and claim again on every later turn)
                 del self.cache[key]
                 self.cache[key] = pin
-                if self.committer is None:
-                    pin.touched = now
-                elif pin.stored is None:
+                pin.moved = now
+                if self.committer is not None and pin.stored is None and now - pin.touched > interval:
                     self._touch(pin, ttl_s, now)
             return pin
         del self.cache[key]
@@ -130,7 +142,7 @@ class PinStore:
         it stored the session first)."""
         now, now_m = utcnow(), time.monotonic()
         pin = Pin(key, model, tier, arm, deployment, policy_version, now, now_m + ttl_s, now_m, served_deployment,
-                  node, ttl_s=ttl_s)
+                  node, ttl_s=ttl_s, moved=now_m)
         self.cache[key] = pin
         # Bounded: clients choose session ids. The oldest entries go; with a DB their next turns claim again and
         # get the stored pins back; without one they are lost, so size the bound for the sessions alive in a TTL.
@@ -139,7 +151,7 @@ class PinStore:
         if self.committer is None:
             return pin
         pin.claim_row = claim_row(key, model, tier, arm, deployment, served_deployment, node, policy_version, now,
-                                  ttl_s)
+                                  ttl_s + self.interval(ttl_s))
         pin.stored = self.committer.submit(pin.claim_row)
         return pin
 
@@ -207,7 +219,8 @@ class PinStore:
         """Queue the pin's refresh (and its node, if this replica moved it). Refused at the queue's bound: the pin
         stays due and its next turn offers it again (see committer.Touches)."""
         row = touch_row(pin.session_key, pin.model, pin.tier, pin.arm, pin.deployment, pin.served_deployment,
-                        pin.node if pin.node_unsaved else None, pin.policy_version, pin.created_at, utcnow(), ttl_s)
+                        pin.node if pin.node_unsaved else None, pin.policy_version, pin.created_at, utcnow(),
+                        ttl_s + self.interval(ttl_s))
         if self.committer is not None and self.committer.touch(row):
             pin.touched = now
             pin.node_unsaved = False

@@ -13,7 +13,7 @@ from sqlalchemy import text
 from quantroute.clock import aware, utcnow
 from quantroute.db.engine import init_db, make_engine
 from quantroute.router.pins.committer import PinCommitter
-from quantroute.router.pins.store import Pin, PinStore
+from quantroute.router.pins.store import REORDER_S, Pin, PinStore
 from tests.router.pins.test_committer import until
 from tests.support.sqlite_lock import WriteLock
 
@@ -92,6 +92,34 @@ def test_returning_turns_extend_the_stored_expiry_in_batches(engine):
             assert not committer.touches
 
     asyncio.run(go())
+
+
+def test_the_stored_expiry_never_falls_before_the_sessions_own(engine):
+    """Between touches the stored expiry stays ahead of the last turn's TTL, so another replica (or this one, after
+    its cache let the pin go) never finds a live session's pin expired: it is written one touch interval past the
+    TTL, and a turn touches once the interval has passed."""
+    db_url = url_of(engine)
+
+    async def go() -> None:
+        async with replica(db_url, touch_interval_s=0.3) as (store, committer, engine):
+            pin = claim(store, "chat-1")
+            await asyncio.wait([pin.stored])
+            touches = 0
+            for _ in range(12):  # turns 0.1 s apart: a touch every third or fourth turn
+                await asyncio.sleep(0.1)
+                turn = utcnow()
+                assert store.get("chat-1", TTL) is pin
+                touches += bool(committer.touches)
+                await written(committer, touches)
+                assert stored(engine, "chat-1")["expires_at"] >= turn + timedelta(seconds=TTL)
+            assert 2 <= touches <= 6
+
+    asyncio.run(go())
+
+
+def test_the_touch_interval_is_at_most_a_tenth_of_the_ttl():
+    store = PinStore(None, touch_interval_s=300)
+    assert store.interval(3600) == 300 and store.interval(600) == 60
 
 
 def test_no_pin_is_lost_when_the_sqlite_database_fails_a_touch_batch(sqlite_url):
@@ -250,8 +278,10 @@ def test_the_cache_bound_evicts_the_sessions_idle_longest_not_those_that_started
     def come_back_and_push(store: PinStore) -> None:
         for key in ("c-0", "c-1"):  # returning turns after the touch interval
             store.cache[key].touched -= 60
+            store.cache[key].moved -= 60
             assert store.get(key, TTL) is not None
         store.cache["c-2"].touched -= 60  # due, but its session has not come back
+        store.cache["c-2"].moved -= 60
         for i in range(100, 150):  # new sessions push the bound
             claim(store, f"n-{i}")
         assert "c-0" in store.cache and "c-1" in store.cache
@@ -268,5 +298,25 @@ def test_the_cache_bound_evicts_the_sessions_idle_longest_not_those_that_started
             await asyncio.wait([claim(store, f"c-{i}").stored for i in range(100)])
             come_back_and_push(store)
             await written(committer, 2)  # the two returning turns' touches went out as well
+
+    asyncio.run(go())
+
+
+def test_the_cache_order_follows_use_more_closely_than_the_touch_interval(engine):
+    """With a touch interval longer than the cache's reorder interval, a returning turn between the two moves its
+    pin to the back of the cache and writes nothing: the bound still evicts the sessions idle longest."""
+    db_url = url_of(engine)
+
+    async def go() -> None:
+        async with replica(db_url, touch_interval_s=300) as (store, committer, _):
+            store.max_cached = 100
+            await asyncio.wait([claim(store, f"c-{i}").stored for i in range(100)])
+            store.cache["c-0"].moved -= REORDER_S + 1
+            store.cache["c-0"].touched -= REORDER_S + 1
+            assert store.get("c-0", TTL) is not None
+            assert not committer.touches  # within the touch interval: nothing to write
+            for i in range(100, 150):
+                claim(store, f"n-{i}")
+            assert "c-0" in store.cache and "c-1" not in store.cache
 
     asyncio.run(go())
