@@ -298,7 +298,7 @@ def main() -> None:
         policies = prepare_policies(tmp)
         port = free_port()
         # A 30-s touch interval (the default is 300 s): most returning turns then refresh their pins, so the
-        # refresh path runs through the faults, not only a sixth of the chat turns.
+        # refresh path runs through the faults, not only the few turns that come 300 s after a refresh.
         env = {**os.environ, "QUANTROUTE_ROUTER_PROBE_INTERVAL_S": "0.5", "QUANTROUTE_ROUTER_POLICY_POLL_S": "1",
                "QUANTROUTE_ROUTER_PIN_TOUCH_INTERVAL_S": "30", "PGAPPNAME": "quantroute-soak"}
         # the schema is upgraded once, before any router starts (routers refuse a database without it)

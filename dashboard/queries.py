@@ -18,6 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from quantroute.clock import utcnow
+from quantroute.db.request_stats import bucket_sql
 
 
 def _since(window_s: float, now: datetime | None = None) -> datetime:
@@ -25,11 +26,8 @@ def _since(window_s: float, now: datetime | None = None) -> datetime:
 
 
 def _bucket_expr(engine: Engine, bucket_s: int) -> str:
-    # Integer epoch bucket of ts. SQLite stores ts as ISO text (UTC); PostgreSQL as timestamptz. The fraction
-    # is cut off before SQLite parses it: its date functions round to the millisecond (59.9995 s -> next minute).
-    if engine.dialect.name == "sqlite":
-        return f"(CAST(strftime('%s', substr(ts, 1, 19)) AS INTEGER) / {int(bucket_s)}) * {int(bucket_s)}"
-    return f"(FLOOR(EXTRACT(EPOCH FROM ts) / {int(bucket_s)}) * {int(bucket_s)})::bigint"
+    # the rollup's own expression, so raw and rolled-up buckets split a minute's edge alike
+    return bucket_sql(engine.dialect.name, bucket_s)
 
 
 def _ts_param(engine: Engine, dt: datetime) -> Any:

@@ -112,17 +112,19 @@ def upsert_minute_stats(*, conn: Connection, stats: list[dict[str, Any]], statem
         conn.execute(statement if statement is not None else upsert_statement(conn.dialect.name), stats)
 
 
-def _minute_sql(dialect_name: str) -> str:
+def bucket_sql(dialect_name: str, bucket_s: int = 60) -> str:
+    """SQL for the start of ts's `bucket_s`-second bucket in epoch seconds, floored like `epoch_minute`."""
+    b = int(bucket_s)
     if dialect_name == "sqlite":
         # ts is stored as naive-UTC ISO text. The fraction is cut off before parsing: SQLite's date functions
         # round to the millisecond, which would put xx:59.9995 in the next minute, unlike epoch_minute.
-        return "CAST(strftime('%s', substr(ts, 1, 19)) AS INTEGER) / 60 * 60"
-    return "(FLOOR(EXTRACT(EPOCH FROM ts) / 60) * 60)::bigint"
+        return f"(CAST(strftime('%s', substr(ts, 1, 19)) AS INTEGER) / {b}) * {b}"
+    return f"(FLOOR(EXTRACT(EPOCH FROM ts) / {b}) * {b})::bigint"
 
 
 def rollup_select_sql(dialect_name: str, where: str = "1=1") -> str:
     """SELECT producing rollup rows from request_log (the migration's backfill uses its own frozen copy)."""
-    m = _minute_sql(dialect_name)
+    m = bucket_sql(dialect_name)
     return f"""
         SELECT {m} AS minute, model, COALESCE(tier, '') AS tier, COALESCE(deployment, '') AS deployment,
                COALESCE(arm, '') AS arm, COUNT(*) AS requests,
